@@ -1,0 +1,35 @@
+/* stabledif: the control socket (DESIGN §6).
+ *
+ * A Unix stream socket, mode 0600: one request line in, one JSON reply
+ * line out, as many requests per connection as the client likes.  Verbs:
+ * profile, counters, events [SINCE], reset, inject KIND LBA, help.  A
+ * thread of its own serves it; nothing on it can change stable_writes,
+ * read files or touch anything outside the disk.
+ */
+#ifndef STABLEDIF_CTL_H
+#define STABLEDIF_CTL_H
+
+#include <stddef.h>
+
+#include "disk.h"
+
+struct ctl;
+
+/* The default socket path for a server process PID: under
+ * $XDG_RUNTIME_DIR if set, else /tmp.  Writes into BUF (LEN bytes);
+ * returns -1 if it does not fit. */
+int ctl_default_path (char *buf, size_t len, long pid);
+
+/* Create the socket at PATH and start serving D.  Returns NULL after
+ * reporting the error through D's error function. */
+struct ctl *ctl_start (struct disk *d, const char *path);
+
+/* Stop serving, remove the socket file, free C.  NULL is a no-op. */
+void ctl_stop (struct ctl *c);
+
+/* Handle one request line (without its newline) and return the reply
+ * line (without newline), malloc'd.  The socket thread uses this; tests
+ * and fuzzers call it directly.  Never returns NULL except on ENOMEM. */
+char *ctl_handle_line (struct disk *d, const char *line);
+
+#endif /* STABLEDIF_CTL_H */

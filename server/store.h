@@ -1,0 +1,93 @@
+/* stabledif: storage backends (DESIGN §5).
+ *
+ * A store keeps the data and the PI tuples of every block of one disk.  It
+ * is a function table with one implementation per backend (memory, file),
+ * like nbdkit's common/allocators.  Stores speak in whole blocks
+ * (protection intervals) and in the separate (DIX) layout: data of NBLOCKS
+ * intervals in one buffer, their tuples packed in another.  They do not
+ * check PI and do not lock: the caller (disk.c) holds a range lock that
+ * covers every granule the request touches (see store->granule).
+ *
+ * A block that was never written, or was zeroed, reads back as zeros with
+ * all-ones PI.
+ */
+#ifndef STABLEDIF_STORE_H
+#define STABLEDIF_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pi.h"
+
+/* How backends report errors: printf-like, called once per failure with
+ * the context (which file, which LBA).  nbdkit_error fits. */
+typedef void (*server_error_fn) (const char *fmt, ...)
+  __attribute__ ((format (printf, 1, 2)));
+
+/* The shape of the disk a store holds. */
+struct store_geometry {
+  uint64_t nblocks;             /* number of blocks (intervals) */
+  uint32_t interval;            /* bytes of data per block */
+  const struct pi_format *format; /* PI format; tuple size 0 for none */
+};
+
+struct store;
+
+/* The function table of one backend.  Every function returns 0 on success
+ * or -1 with errno set after reporting the error through store->error.
+ * Ranges are always inside the disk (the caller checks). */
+struct store_ops {
+  const char *name;             /* "memory", "file" */
+
+  /* Read NBLOCKS blocks from LBA: data into DATA (nblocks * interval
+   * bytes); tuples into PI (nblocks * tuple bytes) unless PI is NULL. */
+  int (*read) (struct store *s, uint64_t lba, uint64_t nblocks,
+               uint8_t *data, uint8_t *pi);
+
+  /* Store NBLOCKS blocks at LBA.  DATA as in read; PI holds the tuples
+   * (ignored when the tuple size is 0).  FUA: durable before returning. */
+  int (*write) (struct store *s, uint64_t lba, uint64_t nblocks,
+                const uint8_t *data, const uint8_t *pi, bool fua);
+
+  /* Make NBLOCKS blocks at LBA read as zeros with all-ones PI, releasing
+   * their space where possible.  FUA as in write. */
+  int (*zero) (struct store *s, uint64_t lba, uint64_t nblocks, bool fua);
+
+  /* Make every completed write durable (data and PI). */
+  int (*flush) (struct store *s);
+
+  /* Whether LBA is backed by stored data: sets *ALLOCATED and *RUN, the
+   * number of blocks from LBA (at most NBLOCKS, at least 1) with the same
+   * answer.  Unallocated blocks read as zeros with all-ones PI. */
+  int (*extent) (struct store *s, uint64_t lba, uint64_t nblocks,
+                 bool *allocated, uint64_t *run);
+
+  /* Release everything; S is freed. */
+  void (*close) (struct store *s);
+};
+
+/* The part every backend shares; backends embed it first. */
+struct store {
+  const struct store_ops *ops;  /* the backend */
+  struct store_geometry geom;   /* shape of the disk */
+  uint32_t tuple;               /* geom.format->tuple_size */
+  uint64_t granule;             /* blocks per lock granule: two requests
+                                   touching the same granule must not run
+                                   concurrently (the caller rounds its
+                                   range locks out to granules) */
+  bool multi_conn;              /* a flush on one connection makes every
+                                   connection's completed writes durable */
+  server_error_fn error;        /* where errors go */
+};
+
+/* Sparse memory: costs memory only for what is written. */
+struct store *store_memory_open (const struct store_geometry *g,
+                                 server_error_fn error);
+
+/* File: raw data in PATH, tuples in PATH.pi (DESIGN §5).  Creates the
+ * files, or reopens them if their recorded geometry matches G; anything
+ * else is an error that says what differs. */
+struct store *store_file_open (const struct store_geometry *g,
+                               const char *path, server_error_fn error);
+
+#endif /* STABLEDIF_STORE_H */
