@@ -1,1 +1,594 @@
-/* placeholder: being written */
+/* stabledif: the nbdkit plugin.
+ *
+ * This file only translates: nbdkit parameters become a struct
+ * disk_config, nbdkit callbacks become calls of the disk_* functions of
+ * server/disk.h.  Everything the device does (PI checks, views, storage,
+ * counters) lives in server/ and common/.
+ *
+ * Errors: the disk reports each failure once through nbdkit_error (it is
+ * the configuration's error function) and sets errno; the callbacks here
+ * pass errno on with nbdkit_set_error.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "ctl.h"
+#include "disk.h"
+#include "pi.h"
+#include "profile.h"
+
+/* The default format and size (DESIGN §2, issue 2). */
+#define DEFAULT_FORMAT "T10-DIF-TYPE1-CRC"
+#define DEFAULT_SIZE (UINT64_C (1) << 30)
+
+/* The largest request the plugin advertises (NBD's portable limit). */
+#define MAX_REQUEST (UINT32_C (32) * 1024 * 1024)
+
+/* The plugin's configuration and its one disk.  This is the only state
+ * the plugin keeps; it is set by .config/.config_complete, the disk is
+ * created in .get_ready and closed in .cleanup/.unload. */
+static struct {
+  struct disk_config cfg;       /* what the disk is created from */
+  bool interval_given;          /* interval= was on the command line */
+  char *file;                   /* file= as an absolute path (owned) */
+  char *events;                 /* events= as an absolute path (owned) */
+  char *ctl_path;               /* ctl= as an absolute path (owned), or
+                                   NULL for the default path */
+  bool ctl_off;                 /* ctl=none: no control socket */
+  struct ctl *ctl;              /* the control socket: bound in .get_ready,
+                                   served from .after_fork */
+  struct disk *disk;            /* the disk, from .get_ready on */
+  char profile_line[STATS_VIEW_COUNT][PROFILE_LINE_MAX];
+                                /* each view's profile line, the export
+                                   description (set in .get_ready) */
+} plugin = {
+  .cfg = {
+    .size = DEFAULT_SIZE,
+    .interval = 512,
+  },
+};
+
+/* Connection numbers handed out by .open, from 1 (0 means "none" in
+ * events). */
+static _Atomic uint64_t next_conn = 1;
+
+/* The list of export names, for messages. */
+#define EXPORT_LIST "\"\", data, dif"
+
+static void
+stabledif_unload (void)
+{
+  /* .cleanup normally closed the disk already; this covers the paths
+   * where nbdkit unloads without calling .cleanup. */
+  ctl_stop (plugin.ctl);
+  plugin.ctl = NULL;
+  free (plugin.ctl_path);
+  plugin.ctl_path = NULL;
+  if (plugin.disk) {
+    disk_close (plugin.disk);
+    plugin.disk = NULL;
+  }
+  free (plugin.file);
+  free (plugin.events);
+  plugin.file = plugin.events = NULL;
+}
+
+/* Write the comma-separated names of every PI format into BUF (LEN
+ * bytes), "none" first.  Used by --dump-plugin and in messages. */
+static void
+format_list (char *buf, size_t len)
+{
+  const struct pi_format *f;
+  size_t used;
+  size_t i;
+
+  used = (size_t) snprintf (buf, len, "%s", pi_format_none ()->name);
+  for (i = 0; (f = pi_format_at (i)) != NULL && used < len; ++i) {
+    if (f == pi_format_none ())
+      continue;
+    used += (size_t) snprintf (buf + used, len - used, ",%s", f->name);
+  }
+}
+
+/* app-tag=VALUE[/MASK]: 16-bit values, decimal or 0x hex. */
+static int
+parse_app_tag (const char *value)
+{
+  char tag[32];
+  const char *slash = strchr (value, '/');
+  size_t n = slash ? (size_t) (slash - value) : strlen (value);
+
+  if (n == 0 || n >= sizeof tag) {
+    nbdkit_error ("app-tag: expected VALUE[/MASK], got '%s'", value);
+    return -1;
+  }
+  memcpy (tag, value, n);
+  tag[n] = '\0';
+  if (nbdkit_parse_uint16_t ("app-tag", tag, &plugin.cfg.app_tag) == -1)
+    return -1;
+  plugin.cfg.app_mask = 0xffff;
+  if (slash &&
+      nbdkit_parse_uint16_t ("app-tag mask", slash + 1,
+                             &plugin.cfg.app_mask) == -1)
+    return -1;
+  plugin.cfg.has_app = true;
+  return 0;
+}
+
+static int
+stabledif_config (const char *key, const char *value)
+{
+  if (strcmp (key, "size") == 0) {
+    int64_t r = nbdkit_parse_size (value); /* reports its own error */
+    if (r == -1)
+      return -1;
+    plugin.cfg.size = (uint64_t) r;
+  }
+  else if (strcmp (key, "format") == 0) {
+    const struct pi_format *f = pi_format_lookup (value);
+    if (f == NULL && strcmp (value, "none") == 0)
+      f = pi_format_none ();
+    if (f == NULL) {
+      char names[512];
+      format_list (names, sizeof names);
+      nbdkit_error ("format: unknown PI format '%s' (known: %s)",
+                    value, names);
+      return -1;
+    }
+    plugin.cfg.format = f;
+  }
+  else if (strcmp (key, "interval") == 0) {
+    if (nbdkit_parse_uint32_t ("interval", value,
+                               &plugin.cfg.interval) == -1)
+      return -1;
+    plugin.interval_given = true;
+  }
+  else if (strcmp (key, "app-tag") == 0) {
+    if (parse_app_tag (value) == -1)
+      return -1;
+  }
+  else if (strcmp (key, "file") == 0) {
+    free (plugin.file);
+    plugin.file = nbdkit_absolute_path (value);
+    if (plugin.file == NULL)
+      return -1;
+  }
+  else if (strcmp (key, "events") == 0) {
+    free (plugin.events);
+    plugin.events = nbdkit_absolute_path (value);
+    if (plugin.events == NULL)
+      return -1;
+  }
+  else if (strcmp (key, "ctl") == 0) {
+    free (plugin.ctl_path);
+    plugin.ctl_path = NULL;
+    plugin.ctl_off = strcmp (value, "none") == 0;
+    if (!plugin.ctl_off &&
+        (plugin.ctl_path = nbdkit_absolute_path (value)) == NULL)
+      return -1;
+  }
+  else {
+    nbdkit_error ("unknown parameter '%s' (see nbdkit stabledif --help)",
+                  key);
+    return -1;
+  }
+  return 0;
+}
+
+/* Fill in the defaults that depend on other parameters, then let the
+ * disk check the whole configuration (it names the bad parameter). */
+static int
+stabledif_config_complete (void)
+{
+  struct disk_config *cfg = &plugin.cfg;
+
+  if (cfg->format == NULL) {
+    cfg->format = pi_format_lookup (DEFAULT_FORMAT);
+    if (cfg->format == NULL) {
+      nbdkit_error ("format: default format %s is not known", DEFAULT_FORMAT);
+      return -1;
+    }
+  }
+  if (!plugin.interval_given)
+    cfg->interval = cfg->format->needs_4k ? 4096 : 512;
+  cfg->file = plugin.file;
+  cfg->events_path = plugin.events;
+  cfg->error = nbdkit_error;
+
+  return disk_config_check (cfg);
+}
+
+#define stabledif_config_help \
+  "[size=]SIZE              Data size of the disk (default 1G).\n" \
+  "format=FORMAT            PI format (default " DEFAULT_FORMAT "):\n" \
+  "                         none, T10-DIF-TYPE1-CRC, T10-DIF-TYPE2-CRC,\n" \
+  "                         T10-DIF-TYPE3-CRC, EXT-DIF-TYPE1-CRC64,\n" \
+  "                         EXT-DIF-TYPE3-CRC64.\n" \
+  "interval=512|4096        Protection interval in bytes (default 512,\n" \
+  "                         4096 for the CRC64 formats).\n" \
+  "app-tag=VALUE[/MASK]     Application tag inserted and checked, with\n" \
+  "                         the bits checked (mask, default 0xffff).\n" \
+  "file=PATH                Keep data in PATH and PI in PATH.pi (default:\n" \
+  "                         sparse memory).\n" \
+  "events=PATH              Append PI failures to PATH as JSON lines.\n" \
+  "ctl=PATH|none            Control socket (default\n" \
+  "                         $XDG_RUNTIME_DIR/stabledif-PID.sock, else\n" \
+  "                         /tmp/stabledif-PID.sock; see stabledif-ctl(1))."
+
+static void
+stabledif_dump_plugin (void)
+{
+  char names[512];
+
+  format_list (names, sizeof names);
+  printf ("stabledif_version=%s\n", PACKAGE_VERSION);
+  printf ("stabledif_formats=%s\n", names);
+  printf ("stabledif_intervals=512,4096\n");
+}
+
+/* Create the control socket (ctl=, or the default path for this
+ * process).  Called last in .get_ready, so that the socket exists
+ * before nbdkit starts its --run command or reports that it started,
+ * and a bad path stops nbdkit before it forks. */
+static int
+ctl_create (void)
+{
+  char def[4096];
+  const char *path = plugin.ctl_path;
+
+  if (plugin.ctl_off)
+    return 0;
+  if (path == NULL) {
+    if (ctl_default_path (def, sizeof def, (long) getpid ()) == -1) {
+      nbdkit_error ("ctl: the default control socket path is too long; "
+                    "use ctl=PATH");
+      return -1;
+    }
+    path = def;
+  }
+  plugin.ctl = ctl_bind (plugin.disk, path);
+  if (plugin.ctl == NULL)
+    return -1;
+  nbdkit_debug ("control socket: %s", path);
+  fprintf (stderr, "nbdkit: stabledif: control socket: %s\n", path);
+  return 0;
+}
+
+/* Create the disk.  This is .get_ready, not .after_fork, so that a bad
+ * store (file= that cannot be opened) stops nbdkit before it forks. */
+static int
+stabledif_get_ready (void)
+{
+  struct profile p;
+  int v;
+
+  plugin.disk = disk_open (&plugin.cfg);
+  if (plugin.disk == NULL)
+    return -1;
+
+  for (v = 0; v < STATS_VIEW_COUNT; ++v) {
+    disk_profile (plugin.disk, (enum profile_view) v, &p);
+    if (profile_format (&p, plugin.profile_line[v],
+                        sizeof plugin.profile_line[v]) == -1) {
+      nbdkit_error ("profile line of view %s does not fit",
+                    profile_view_name ((enum profile_view) v));
+      return -1;
+    }
+  }
+  return ctl_create ();
+}
+
+/* Start the control socket thread.  This is .after_fork: a thread
+ * started before nbdkit forks into the background would be lost. */
+static int
+stabledif_after_fork (void)
+{
+  if (plugin.ctl && ctl_serve (plugin.ctl) == -1)
+    return -1;
+  return 0;
+}
+
+/* Close the disk once every connection is gone.  ctl: the control
+ * socket is stopped here, before the disk it serves. */
+static void
+stabledif_cleanup (void)
+{
+  ctl_stop (plugin.ctl);
+  plugin.ctl = NULL;
+  if (plugin.disk) {
+    disk_close (plugin.disk);
+    plugin.disk = NULL;
+  }
+}
+
+static int
+stabledif_list_exports (int readonly, int is_tls,
+                        struct nbdkit_exports *exports)
+{
+  if (nbdkit_add_export (exports, "",
+                         plugin.profile_line[PROFILE_VIEW_DATA]) == -1 ||
+      nbdkit_add_export (exports, "data",
+                         plugin.profile_line[PROFILE_VIEW_DATA]) == -1 ||
+      nbdkit_add_export (exports, "dif",
+                         plugin.profile_line[PROFILE_VIEW_DIF]) == -1)
+    return -1;
+  return 0;
+}
+
+static const char *
+stabledif_default_export (int readonly, int is_tls)
+{
+  return "";
+}
+
+/* The handle of a connection is its struct disk_io: the view of its
+ * export and its connection number. */
+static void *
+stabledif_open (int readonly)
+{
+  const char *name = nbdkit_export_name ();
+  enum profile_view view;
+  struct disk_io *io;
+
+  if (name == NULL)
+    name = "";
+  if (profile_view_from_export (name, &view) == -1) {
+    nbdkit_error ("unknown export '%s' (exports: " EXPORT_LIST ")", name);
+    nbdkit_set_error (ENOENT);
+    return NULL;
+  }
+
+  io = malloc (sizeof *io);
+  if (io == NULL) {
+    nbdkit_error ("malloc: %m");
+    return NULL;
+  }
+  io->view = view;
+  io->conn = atomic_fetch_add (&next_conn, 1);
+  return io;
+}
+
+static void
+stabledif_close (void *handle)
+{
+  free (handle);
+}
+
+static const char *
+stabledif_export_description (void *handle)
+{
+  struct disk_io *io = handle;
+
+  return plugin.profile_line[io->view];
+}
+
+static int64_t
+stabledif_get_size (void *handle)
+{
+  struct disk_io *io = handle;
+
+  return (int64_t) disk_view_size (plugin.disk, io->view);
+}
+
+/* NBD block sizes must be powers of two, so neither view can advertise
+ * the extended block size.  Both say: any alignment is accepted by the
+ * server (minimum 1; the dif view then checks extended-block alignment
+ * itself and answers EINVAL), the interval is the size without a
+ * read-modify-write penalty, and requests up to 32 MiB are welcome (for
+ * dif the largest whole number of extended blocks in 32 MiB, so a client
+ * splitting at the maximum stays aligned). */
+static int
+stabledif_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
+                      uint32_t *maximum)
+{
+  struct disk_io *io = handle;
+  const struct disk *d = plugin.disk;
+
+  *minimum = 1;
+  *preferred = d->cfg.interval;
+  if (io->view == PROFILE_VIEW_DIF) {
+    uint32_t ext = pi_ext_size (&d->pi);
+    *maximum = MAX_REQUEST / ext * ext;
+  }
+  else
+    *maximum = MAX_REQUEST;
+  return 0;
+}
+
+static int
+stabledif_can_write (void *handle)
+{
+  return 1;
+}
+
+static int
+stabledif_can_flush (void *handle)
+{
+  return 1;
+}
+
+static int
+stabledif_can_fua (void *handle)
+{
+  return NBDKIT_FUA_NATIVE;
+}
+
+static int
+stabledif_can_trim (void *handle)
+{
+  return 1;
+}
+
+static int
+stabledif_can_zero (void *handle)
+{
+  return 1;
+}
+
+static int
+stabledif_can_fast_zero (void *handle)
+{
+  return 1;
+}
+
+static int
+stabledif_can_multi_conn (void *handle)
+{
+  return plugin.disk->store->multi_conn;
+}
+
+/* Extents are only meaningful for the data view: in the dif view every
+ * block has a tuple, so nothing there reads as zeros. */
+static int
+stabledif_can_extents (void *handle)
+{
+  struct disk_io *io = handle;
+
+  return io->view == PROFILE_VIEW_DATA;
+}
+
+static int
+stabledif_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+                 uint32_t flags)
+{
+  if (disk_pread (plugin.disk, handle, buf, count, offset) == -1) {
+    nbdkit_set_error (errno);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+stabledif_pwrite (void *handle, const void *buf, uint32_t count,
+                  uint64_t offset, uint32_t flags)
+{
+  bool fua = flags & NBDKIT_FLAG_FUA;
+
+  if (disk_pwrite (plugin.disk, handle, buf, count, offset, fua) == -1) {
+    nbdkit_set_error (errno);
+    return -1;
+  }
+  return 0;
+}
+
+/* ZERO always releases space (it is fast), so NBDKIT_FLAG_MAY_TRIM and
+ * NBDKIT_FLAG_FAST_ZERO need no special handling. */
+static int
+stabledif_zero (void *handle, uint32_t count, uint64_t offset,
+                uint32_t flags)
+{
+  bool fua = flags & NBDKIT_FLAG_FUA;
+
+  if (disk_zero (plugin.disk, handle, count, offset, fua) == -1) {
+    nbdkit_set_error (errno);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+stabledif_trim (void *handle, uint32_t count, uint64_t offset,
+                uint32_t flags)
+{
+  bool fua = flags & NBDKIT_FLAG_FUA;
+
+  if (disk_trim (plugin.disk, handle, count, offset, fua) == -1) {
+    nbdkit_set_error (errno);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+stabledif_flush (void *handle, uint32_t flags)
+{
+  if (disk_flush (plugin.disk, handle) == -1) {
+    nbdkit_set_error (errno);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+stabledif_extents (void *handle, uint32_t count, uint64_t offset,
+                   uint32_t flags, struct nbdkit_extents *extents)
+{
+  const bool req_one = flags & NBDKIT_FLAG_REQ_ONE;
+  uint64_t end = offset + count;
+
+  while (offset < end) {
+    bool allocated;
+    uint64_t run;
+
+    if (disk_extent (plugin.disk, handle, end - offset, offset,
+                     &allocated, &run) == -1) {
+      nbdkit_set_error (errno);
+      return -1;
+    }
+    if (run == 0 || run > end - offset)
+      run = end - offset;
+    if (nbdkit_add_extent (extents, offset, run,
+                           allocated ? 0
+                           : NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO) == -1)
+      return -1;
+    offset += run;
+    if (req_one)
+      break;
+  }
+  return 0;
+}
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static struct nbdkit_plugin plugin_ops = {
+  .name               = "stabledif",
+  .longname           = "stabledif emulated protection-information disk",
+  .version            = PACKAGE_VERSION,
+  .description        = "A disk that checks T10 DIF / NVMe PI, served "
+                        "as a data view and an extended-block dif view",
+  .unload             = stabledif_unload,
+  .config             = stabledif_config,
+  .config_complete    = stabledif_config_complete,
+  .config_help        = stabledif_config_help,
+  .magic_config_key   = "size",
+  .dump_plugin        = stabledif_dump_plugin,
+  .get_ready          = stabledif_get_ready,
+  .after_fork         = stabledif_after_fork,
+  .cleanup            = stabledif_cleanup,
+  .list_exports       = stabledif_list_exports,
+  .default_export     = stabledif_default_export,
+  .open               = stabledif_open,
+  .close              = stabledif_close,
+  .export_description = stabledif_export_description,
+  .get_size           = stabledif_get_size,
+  .block_size         = stabledif_block_size,
+  .can_write          = stabledif_can_write,
+  .can_flush          = stabledif_can_flush,
+  .can_fua            = stabledif_can_fua,
+  .can_trim           = stabledif_can_trim,
+  .can_zero           = stabledif_can_zero,
+  .can_fast_zero      = stabledif_can_fast_zero,
+  .can_multi_conn     = stabledif_can_multi_conn,
+  .can_extents        = stabledif_can_extents,
+  .pread              = stabledif_pread,
+  .pwrite             = stabledif_pwrite,
+  .zero               = stabledif_zero,
+  .trim               = stabledif_trim,
+  .flush              = stabledif_flush,
+  .extents            = stabledif_extents,
+  .errno_is_preserved = 0,
+};
+
+NBDKIT_REGISTER_PLUGIN (plugin_ops)

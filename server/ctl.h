@@ -21,10 +21,22 @@ struct ctl;
 int ctl_default_path (char *buf, size_t len, long pid);
 
 /* Create the socket at PATH and start serving D.  Returns NULL after
- * reporting the error through D's error function. */
+ * reporting the error through D's error function.  Same as ctl_bind
+ * followed by ctl_serve. */
 struct ctl *ctl_start (struct disk *d, const char *path);
 
-/* Stop serving, remove the socket file, free C.  NULL is a no-op. */
+/* The two halves of ctl_start, for a server that forks between them
+ * (nbdkit: bind in .get_ready, so the socket exists before nbdkit runs
+ * its --run command or reports that it started; serve in .after_fork,
+ * as a thread does not survive fork).  Connections made in between
+ * wait in the listen backlog.  ctl_bind returns NULL and ctl_serve -1
+ * after reporting the error; ctl_serve removes the socket file when it
+ * fails (C must still be passed to ctl_stop). */
+struct ctl *ctl_bind (struct disk *d, const char *path);
+int ctl_serve (struct ctl *c);
+
+/* Stop serving (if ctl_serve ran), remove the socket file, free C.
+ * NULL is a no-op. */
 void ctl_stop (struct ctl *c);
 
 /* Handle one request line (without its newline) and return the reply

@@ -1,1 +1,879 @@
-/* placeholder: being written */
+/* stabledif: the emulated disk and its two views (see disk.h, DESIGN §4).
+ *
+ * data view: plain bytes.  Whole intervals of a write get PI generated
+ * from the caller's buffer and are stored as they are; partial intervals
+ * at the head or tail are read-modify-write (the stored block is verified
+ * first, then merged and given new PI).  Reads verify the stored PI of
+ * every block they touch.
+ *
+ * dif view: extended blocks (interval + tuple).  A write is verified
+ * block by block before the lock is even taken; if any block fails,
+ * nothing is stored.  Reads return stored data and PI unchecked.
+ *
+ * Every request takes one range lock over the blocks it touches, rounded
+ * out to the store's granule: shared for reads, exclusive for anything
+ * that stores.  It covers data and PI together, so they never disagree.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disk.h"
+
+/* The largest interval; partial blocks are merged in stack buffers. */
+#define DISK_INTERVAL_MAX 4096
+
+/* Events kept in memory unless the configuration says otherwise. */
+#define DISK_EVENT_RING_DEFAULT 1024
+
+/* Report one error through the configured function.  The message is
+ * formatted here so that every error goes out in a single call. */
+static void disk_error (const struct disk_config *cfg, const char *fmt, ...)
+  __attribute__ ((format (printf, 2, 3)));
+
+static void
+disk_error (const struct disk_config *cfg, const char *fmt, ...)
+{
+  char msg[512];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  cfg->error ("%s", msg);
+}
+
+int
+disk_config_check (const struct disk_config *cfg)
+{
+  const struct pi_format *f = cfg->format;
+  uint64_t nblocks, ext;
+
+  if (f == NULL) {
+    disk_error (cfg, "format: no format given");
+    return -1;
+  }
+  if (cfg->interval != 512 && cfg->interval != 4096) {
+    disk_error (cfg, "interval: must be 512 or 4096 (not %" PRIu32 ")",
+                cfg->interval);
+    return -1;
+  }
+  if (f->needs_4k && cfg->interval != 4096) {
+    disk_error (cfg, "format: %s needs interval=4096", f->name);
+    return -1;
+  }
+  if (cfg->size == 0) {
+    disk_error (cfg, "size: must not be 0");
+    return -1;
+  }
+  if (cfg->size % cfg->interval != 0) {
+    disk_error (cfg, "size: must be a multiple of the interval (%" PRIu32
+                "), %" PRIu64 " is not", cfg->interval, cfg->size);
+    return -1;
+  }
+  /* Both views must fit in an NBD (signed 64-bit) export size. */
+  nblocks = cfg->size / cfg->interval;
+  ext = cfg->interval + f->tuple_size;
+  if (cfg->size > INT64_MAX || nblocks > INT64_MAX / ext) {
+    disk_error (cfg, "size: %" PRIu64 " is too large (the dif view would "
+                "exceed 2^63-1 bytes)", cfg->size);
+    return -1;
+  }
+  if (cfg->has_app) {
+    if (f->type == PI_TYPE_NONE) {
+      disk_error (cfg, "app-tag: format none has no app tag");
+      return -1;
+    }
+    if (cfg->app_mask == 0) {
+      disk_error (cfg, "app-tag: mask 0 would check no bits of the app tag");
+      return -1;
+    }
+    if (cfg->app_tag == 0xffff) {
+      disk_error (cfg, "app-tag: 0xffff is the escape value (blocks "
+                  "carrying it are never checked)");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+struct disk *
+disk_open (const struct disk_config *cfg)
+{
+  struct disk *d;
+  struct store_geometry g;
+
+  if (disk_config_check (cfg) == -1) {
+    errno = EINVAL;
+    return NULL;
+  }
+
+  d = calloc (1, sizeof *d);
+  if (d == NULL) {
+    cfg->error ("disk: %m");
+    return NULL;
+  }
+  d->cfg = *cfg;
+  d->cfg.file = d->cfg.events_path = NULL;
+  if ((cfg->file && (d->cfg.file = strdup (cfg->file)) == NULL) ||
+      (cfg->events_path &&
+       (d->cfg.events_path = strdup (cfg->events_path)) == NULL)) {
+    cfg->error ("disk: %m");
+    goto err_free;
+  }
+  if (d->cfg.event_ring == 0)
+    d->cfg.event_ring = DISK_EVENT_RING_DEFAULT;
+
+  d->nblocks = cfg->size / cfg->interval;
+  d->pi.format = cfg->format;
+  d->pi.interval = cfg->interval;
+  d->pi.check_app = cfg->has_app;
+  d->pi.app_tag = cfg->has_app ? cfg->app_tag : 0;
+  d->pi.app_mask = cfg->has_app ? cfg->app_mask : 0;
+
+  g.nblocks = d->nblocks;
+  g.interval = cfg->interval;
+  g.format = cfg->format;
+  d->store = cfg->file
+    ? store_file_open (&g, cfg->file, cfg->error)
+    : store_memory_open (&g, cfg->error);
+  if (d->store == NULL)
+    goto err_free;
+
+  if (stats_init (&d->stats, d->cfg.event_ring, cfg->events_path) == -1) {
+    if (cfg->events_path)
+      cfg->error ("events=%s: %m", cfg->events_path);
+    else
+      cfg->error ("events: %m");
+    goto err_store;
+  }
+  rangelock_init (&d->locks);
+  return d;
+
+ err_store:
+  d->store->ops->close (d->store);
+ err_free:
+  free ((char *) d->cfg.file);
+  free ((char *) d->cfg.events_path);
+  free (d);
+  return NULL;
+}
+
+void
+disk_close (struct disk *d)
+{
+  if (d == NULL)
+    return;
+  d->store->ops->close (d->store);
+  stats_destroy (&d->stats);
+  rangelock_destroy (&d->locks);
+  free ((char *) d->cfg.file);
+  free ((char *) d->cfg.events_path);
+  free (d);
+}
+
+/* Bytes of one block in VIEW: the interval, or interval + tuple. */
+static uint64_t
+view_block (const struct disk *d, enum profile_view view)
+{
+  return view == PROFILE_VIEW_DIF ? pi_ext_size (&d->pi) : d->pi.interval;
+}
+
+uint64_t
+disk_view_size (const struct disk *d, enum profile_view view)
+{
+  return d->nblocks * view_block (d, view);
+}
+
+void
+disk_profile (const struct disk *d, enum profile_view view,
+              struct profile *out)
+{
+  profile_init (out, view, d->cfg.format, d->cfg.interval);
+  out->has_app = d->cfg.has_app;
+  out->app_tag = d->cfg.has_app ? d->cfg.app_tag : 0;
+  out->app_mask = d->cfg.has_app ? d->cfg.app_mask : 0;
+}
+
+/* Whether the disk has PI at all. */
+static inline bool
+has_pi (const struct disk *d)
+{
+  return d->pi.format->tuple_size > 0;
+}
+
+/* Lock the granules covering NBLOCKS blocks from LBA. */
+static void
+lock_blocks (struct disk *d, struct range_held *h, uint64_t lba,
+             uint64_t nblocks, bool exclusive)
+{
+  uint64_t g = d->store->granule;
+
+  rangelock_acquire (&d->locks, h, lba / g, (lba + nblocks - 1) / g + 1,
+                     exclusive);
+}
+
+/* Release H, keeping errno (the store's reason for a failure). */
+static void
+unlock_blocks (struct disk *d, struct range_held *h)
+{
+  int e = errno;
+
+  rangelock_release (&d->locks, h);
+  errno = e;
+}
+
+/* Check that [OFFSET, OFFSET+COUNT) lies inside the view and, on the dif
+ * view (and for whole-block operations), that it is made of whole
+ * blocks.  Reports and returns -1 with errno EINVAL otherwise. */
+static int
+check_request (struct disk *d, const struct disk_io *io, enum stats_op op,
+               uint64_t count, uint64_t offset)
+{
+  uint64_t size = disk_view_size (d, io->view);
+  uint64_t ext = view_block (d, io->view);
+
+  if (count > size || offset > size - count) {
+    disk_error (&d->cfg, "%s view %s: offset %" PRIu64 " + count %" PRIu64
+                " is beyond the end of the view (%" PRIu64 " bytes)",
+                profile_view_name (io->view), stats_op_name (op),
+                offset, count, size);
+    errno = EINVAL;
+    return -1;
+  }
+  if (io->view == PROFILE_VIEW_DIF && (offset % ext || count % ext)) {
+    disk_error (&d->cfg, "dif view %s: offset %" PRIu64 " and count %"
+                PRIu64 " must be multiples of the extended block size %"
+                PRIu64 " (interval %" PRIu32 " + tuple %u)",
+                stats_op_name (op), offset, count, ext, d->pi.interval,
+                d->pi.format->tuple_size);
+    errno = EINVAL;
+    return -1;
+  }
+  return 0;
+}
+
+/* Failed PI checks of one request: counted, recorded as events, and
+ * summed up for the single error message. */
+struct failures {
+  struct disk *d;               /* the disk */
+  const struct disk_io *io;     /* who asked */
+  enum stats_op op;             /* request operation */
+  uint64_t offset, length;      /* request, bytes in its view */
+  bool host_pi;                 /* the host's PI failed (write_errors);
+                                   else stored PI (read_errors) */
+  uint64_t count;               /* blocks failed so far */
+  struct pi_error first;        /* the first (lowest LBA) failure */
+};
+
+/* pi_error_fn: count and record one failed block. */
+static void
+on_failure (void *opaque, const struct pi_error *err)
+{
+  struct failures *f = opaque;
+  struct stats_counters *c = &f->d->stats.c;
+  struct stats_event ev = {
+    .conn = f->io->conn,
+    .view = f->io->view,
+    .op = f->op,
+    .lba = err->lba,
+    .check = err->check,
+    .expected = err->expected,
+    .actual = err->actual,
+    .offset = f->offset,
+    .length = f->length,
+  };
+
+  if (f->count++ == 0)
+    f->first = *err;
+  stats_add (f->host_pi ? &c->write_errors[err->check]
+                        : &c->read_errors[err->check], 1);
+  stats_record (&f->d->stats, &ev);
+}
+
+/* Count what a verify saw. */
+static void
+count_verified (struct disk *d, const struct pi_verify_stats *vs)
+{
+  stats_add (&d->stats.c.blocks_verified, vs->verified);
+  stats_add (&d->stats.c.blocks_escaped, vs->escaped);
+}
+
+/* Verify one stored block (data BLK, tuple TUP) at LBA, counting it and
+ * any failure into F. */
+static void
+verify_one (struct disk *d, struct failures *f, const uint8_t *blk,
+            const uint8_t *tup, uint64_t lba)
+{
+  struct pi_error err;
+  bool escaped = false;
+
+  if (pi_verify_block (&d->pi, blk, tup, lba, &escaped, &err) != PI_CHECK_OK)
+    on_failure (f, &err);
+  stats_add (escaped ? &d->stats.c.blocks_escaped
+                     : &d->stats.c.blocks_verified, 1);
+}
+
+/* "LBA 12 fails the guard check: expected 0x1234, found 0x1235" */
+static void
+describe_failure (const struct failures *f, char *buf, size_t len)
+{
+  snprintf (buf, len, "LBA %" PRIu64 " fails the %s check: expected 0x%"
+            PRIx64 ", found 0x%" PRIx64,
+            f->first.lba, pi_check_name (f->first.check),
+            f->first.expected, f->first.actual);
+}
+
+/* How the blocks of a data-view byte range split up: a partial block at
+ * the head, whole blocks in the middle, a partial block at the tail. */
+struct span {
+  uint64_t head_lba;            /* block of the partial head */
+  uint32_t head_off;            /* where the range starts inside it */
+  uint32_t head_len;            /* bytes of it in the range; 0: no head */
+  uint64_t mid_lba;             /* first whole block */
+  uint64_t mid_n;               /* number of whole blocks */
+  uint64_t mid_at;              /* where they start in the caller's buffer */
+  uint64_t tail_lba;            /* block of the partial tail */
+  uint32_t tail_len;            /* bytes of it in the range; 0: no tail */
+  uint64_t first, nblocks;      /* every block touched */
+};
+
+/* Split [OFFSET, OFFSET+COUNT) (COUNT > 0) into a span. */
+static void
+span_of (const struct disk *d, uint64_t count, uint64_t offset,
+         struct span *s)
+{
+  const uint64_t iv = d->pi.interval;
+  const uint64_t end = offset + count;
+  const uint64_t last = (end - 1) / iv;
+
+  memset (s, 0, sizeof *s);
+  s->first = offset / iv;
+  s->nblocks = last - s->first + 1;
+  s->head_off = offset % iv;
+  if (s->head_off != 0 || end < (s->first + 1) * iv) {
+    s->head_lba = s->first;
+    s->head_len = iv - s->head_off < count ? iv - s->head_off : count;
+  }
+  if (last != s->first && end % iv != 0) {
+    s->tail_lba = last;
+    s->tail_len = end % iv;
+  }
+  s->mid_lba = s->first + (s->head_len > 0);
+  s->mid_n = last + 1 - (s->tail_len > 0) - s->mid_lba;
+  s->mid_at = s->head_len;
+}
+
+/* One partial block being merged: its stored data and tuple. */
+struct partial {
+  uint8_t data[DISK_INTERVAL_MAX];
+  uint8_t tuple[PI_TUPLE_MAX];
+};
+
+/* data view read. */
+static int
+data_read (struct disk *d, const struct disk_io *io, uint8_t *buf,
+           uint64_t count, uint64_t offset)
+{
+  struct span s;
+  struct partial head, tail;
+  struct range_held h;
+  struct failures f = {
+    .d = d, .io = io, .op = STATS_OP_READ, .offset = offset, .length = count,
+    .host_pi = false,
+  };
+  struct pi_verify_stats vs = { 0 };
+  uint8_t *pi = NULL;
+  const uint64_t tu = d->pi.format->tuple_size;
+  int r = 0;
+  char what[160];
+
+  span_of (d, count, offset, &s);
+  if (s.mid_n > 0 && tu > 0) {
+    pi = malloc (s.mid_n * tu);
+    if (pi == NULL) {
+      disk_error (&d->cfg, "data view read: %m");
+      return -1;
+    }
+  }
+
+  /* Under the lock: copy everything out.  Verify after releasing it. */
+  lock_blocks (d, &h, s.first, s.nblocks, false);
+  if (s.head_len)
+    r = d->store->ops->read (d->store, s.head_lba, 1, head.data, head.tuple);
+  if (r == 0 && s.mid_n)
+    r = d->store->ops->read (d->store, s.mid_lba, s.mid_n, buf + s.mid_at,
+                             pi);
+  if (r == 0 && s.tail_len)
+    r = d->store->ops->read (d->store, s.tail_lba, 1, tail.data, tail.tuple);
+  unlock_blocks (d, &h);
+  if (r == -1)
+    goto out;
+
+  if (s.head_len)
+    memcpy (buf, head.data + s.head_off, s.head_len);
+  if (s.tail_len)
+    memcpy (buf + count - s.tail_len, tail.data, s.tail_len);
+
+  if (has_pi (d)) {
+    /* In LBA order, so events come out in order. */
+    if (s.head_len)
+      verify_one (d, &f, head.data, head.tuple, s.head_lba);
+    if (s.mid_n) {
+      pi_verify_sep (&d->pi, buf + s.mid_at, pi, s.mid_n, s.mid_lba, &vs,
+                     on_failure, &f);
+      count_verified (d, &vs);
+    }
+    if (s.tail_len)
+      verify_one (d, &f, tail.data, tail.tuple, s.tail_lba);
+  }
+
+  if (f.count > 0) {
+    stats_add (&d->stats.c.reads_failed, 1);
+    describe_failure (&f, what, sizeof what);
+    disk_error (&d->cfg, "data view read: stored %s (%" PRIu64 " of %"
+                PRIu64 " blocks failed; offset %" PRIu64 " count %" PRIu64
+                ")", what, f.count, s.nblocks, offset, count);
+    errno = EIO;
+    r = -1;
+  }
+
+ out:
+  free (pi);
+  return r;
+}
+
+/* Read partial block LBA into P, under the caller's lock, and verify its
+ * stored PI into F.  Returns -1 only if the store failed. */
+static int
+read_partial (struct disk *d, struct failures *f, uint64_t lba,
+              struct partial *p)
+{
+  if (d->store->ops->read (d->store, lba, 1, p->data, p->tuple) == -1)
+    return -1;
+  if (has_pi (d))
+    verify_one (d, f, p->data, p->tuple, lba);
+  return 0;
+}
+
+/* Store partial block LBA after merging: new PI, then write. */
+static int
+write_partial (struct disk *d, uint64_t lba, struct partial *p, bool fua)
+{
+  if (has_pi (d)) {
+    pi_generate_block (&d->pi, p->data, lba, p->tuple);
+    stats_add (&d->stats.c.blocks_generated, 1);
+  }
+  return d->store->ops->write (d->store, lba, 1, p->data, p->tuple, fua);
+}
+
+/* data view write, zero or trim (OP).  BUF is the data for a write and
+ * NULL otherwise.  Whole blocks are written with generated PI (write) or
+ * zeroed (zero, trim); partial blocks are merged (write), merged with
+ * zeros (zero) or left alone (trim: it is advisory). */
+static int
+data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
+             const uint8_t *buf, uint64_t count, uint64_t offset, bool fua)
+{
+  struct span s;
+  struct partial head, tail;
+  struct range_held h;
+  struct failures f = {
+    .d = d, .io = io, .op = op, .offset = offset, .length = count,
+    .host_pi = false,           /* a partial block's stored PI */
+  };
+  uint8_t *pi = NULL;
+  const uint64_t tu = d->pi.format->tuple_size;
+  unsigned pieces;
+  bool piece_fua;
+  int r = 0;
+  char what[160];
+
+  span_of (d, count, offset, &s);
+  if (op == STATS_OP_TRIM)
+    s.head_len = s.tail_len = 0;
+  pieces = (s.head_len > 0) + (s.mid_n > 0) + (s.tail_len > 0);
+  if (pieces == 0)
+    return 0;                   /* a trim inside one block */
+  /* FUA on a single store call is enough; several get one flush. */
+  piece_fua = fua && pieces == 1;
+
+  /* Whole blocks of a write: PI from the caller's buffer, before the
+   * lock is taken. */
+  if (op == STATS_OP_WRITE && s.mid_n > 0 && tu > 0) {
+    pi = malloc (s.mid_n * tu);
+    if (pi == NULL) {
+      disk_error (&d->cfg, "data view write: %m");
+      return -1;
+    }
+    pi_generate_sep (&d->pi, buf + s.mid_at, pi, s.mid_n, s.mid_lba);
+    stats_add (&d->stats.c.blocks_generated, s.mid_n);
+  }
+
+  lock_blocks (d, &h, s.first, s.nblocks, true);
+
+  /* Read and check both partial blocks before anything is stored. */
+  if (s.head_len)
+    r = read_partial (d, &f, s.head_lba, &head);
+  if (r == 0 && s.tail_len)
+    r = read_partial (d, &f, s.tail_lba, &tail);
+  if (r == -1)
+    goto unlock;
+  if (f.count > 0) {
+    describe_failure (&f, what, sizeof what);
+    disk_error (&d->cfg, "data view %s: cannot merge a partial block: "
+                "stored %s (%" PRIu64 " of %" PRIu64 " blocks failed; "
+                "offset %" PRIu64 " count %" PRIu64 "); nothing was stored",
+                stats_op_name (op), what, f.count, s.nblocks, offset,
+                count);
+    errno = EIO;
+    r = -1;
+    goto unlock;
+  }
+
+  if (s.head_len) {
+    if (buf)
+      memcpy (head.data + s.head_off, buf, s.head_len);
+    else
+      memset (head.data + s.head_off, 0, s.head_len);
+    r = write_partial (d, s.head_lba, &head, piece_fua);
+  }
+  if (r == 0 && s.mid_n) {
+    if (op == STATS_OP_WRITE)
+      r = d->store->ops->write (d->store, s.mid_lba, s.mid_n,
+                                buf + s.mid_at, pi, piece_fua);
+    else
+      r = d->store->ops->zero (d->store, s.mid_lba, s.mid_n, piece_fua);
+  }
+  if (r == 0 && s.tail_len) {
+    if (buf)
+      memcpy (tail.data, buf + count - s.tail_len, s.tail_len);
+    else
+      memset (tail.data, 0, s.tail_len);
+    r = write_partial (d, s.tail_lba, &tail, piece_fua);
+  }
+  if (r == 0 && fua && !piece_fua)
+    r = d->store->ops->flush (d->store);
+
+ unlock:
+  unlock_blocks (d, &h);
+  free (pi);
+  return r;
+}
+
+/* dif view read: stored data and tuples, interleaved, unchecked. */
+static int
+dif_read (struct disk *d, uint8_t *buf, uint64_t count, uint64_t offset)
+{
+  const uint64_t iv = d->pi.interval, tu = d->pi.format->tuple_size;
+  const uint64_t ext = iv + tu;
+  const uint64_t lba = offset / ext, n = count / ext;
+  struct range_held h;
+  uint8_t *pi = NULL;
+  uint64_t i;
+  int r;
+
+  if (tu == 0) {
+    /* Format none: the dif view is the data view. */
+    lock_blocks (d, &h, lba, n, false);
+    r = d->store->ops->read (d->store, lba, n, buf, NULL);
+    unlock_blocks (d, &h);
+    return r;
+  }
+
+  pi = malloc (n * tu);
+  if (pi == NULL) {
+    disk_error (&d->cfg, "dif view read: %m");
+    return -1;
+  }
+  /* Read the data into the end of BUF, then spread it out in place:
+   * block i moves down from n*tu + i*iv to i*ext, and its tuple goes
+   * after it, never past the start of block i+1's unmoved data. */
+  lock_blocks (d, &h, lba, n, false);
+  r = d->store->ops->read (d->store, lba, n, buf + n * tu, pi);
+  unlock_blocks (d, &h);
+  if (r == 0)
+    for (i = 0; i < n; i++) {
+      memmove (buf + i * ext, buf + n * tu + i * iv, iv);
+      memcpy (buf + i * ext + iv, pi + i * tu, tu);
+    }
+  free (pi);
+  return r;
+}
+
+/* dif view write: verify every block, then store all or nothing. */
+static int
+dif_write (struct disk *d, const struct disk_io *io, const uint8_t *buf,
+           uint64_t count, uint64_t offset, bool fua)
+{
+  const uint64_t iv = d->pi.interval, tu = d->pi.format->tuple_size;
+  const uint64_t ext = iv + tu;
+  const uint64_t lba = offset / ext, n = count / ext;
+  struct failures f = {
+    .d = d, .io = io, .op = STATS_OP_WRITE, .offset = offset,
+    .length = count, .host_pi = true,
+  };
+  struct pi_verify_stats vs = { 0 };
+  struct range_held h;
+  uint8_t *data;
+  int r;
+  char what[160];
+
+  if (tu == 0) {
+    lock_blocks (d, &h, lba, n, true);
+    r = d->store->ops->write (d->store, lba, n, buf, NULL, fua);
+    unlock_blocks (d, &h);
+    return r;
+  }
+
+  pi_verify_ext (&d->pi, buf, n, lba, &vs, on_failure, &f);
+  count_verified (d, &vs);
+  if (f.count > 0) {
+    stats_add (&d->stats.c.writes_rejected, 1);
+    describe_failure (&f, what, sizeof what);
+    disk_error (&d->cfg, "dif view write rejected: %s (%" PRIu64 " of %"
+                PRIu64 " blocks failed; offset %" PRIu64 " count %" PRIu64
+                "); nothing was stored", what, f.count, n, offset, count);
+    errno = EIO;
+    return -1;
+  }
+
+  /* The store takes data and tuples separately. */
+  data = malloc (n * (iv + tu));
+  if (data == NULL) {
+    disk_error (&d->cfg, "dif view write: %m");
+    return -1;
+  }
+  pi_split_ext (&d->pi, buf, data, data + n * iv, n);
+
+  lock_blocks (d, &h, lba, n, true);
+  r = d->store->ops->write (d->store, lba, n, data, data + n * iv, fua);
+  unlock_blocks (d, &h);
+  free (data);
+  return r;
+}
+
+/* dif view zero or trim: whole blocks only, both give zeros + all-ones PI. */
+static int
+dif_zero (struct disk *d, uint64_t count, uint64_t offset, bool fua)
+{
+  const uint64_t ext = view_block (d, PROFILE_VIEW_DIF);
+  const uint64_t lba = offset / ext, n = count / ext;
+  struct range_held h;
+  int r;
+
+  lock_blocks (d, &h, lba, n, true);
+  r = d->store->ops->zero (d->store, lba, n, fua);
+  unlock_blocks (d, &h);
+  return r;
+}
+
+int
+disk_pread (struct disk *d, const struct disk_io *io, void *buf,
+            uint64_t count, uint64_t offset)
+{
+  stats_request (&d->stats, io->view, STATS_OP_READ, count);
+  if (check_request (d, io, STATS_OP_READ, count, offset) == -1)
+    return -1;
+  if (count == 0)
+    return 0;
+  if (io->view == PROFILE_VIEW_DIF)
+    return dif_read (d, buf, count, offset);
+  return data_read (d, io, buf, count, offset);
+}
+
+int
+disk_pwrite (struct disk *d, const struct disk_io *io, const void *buf,
+             uint64_t count, uint64_t offset, bool fua)
+{
+  stats_request (&d->stats, io->view, STATS_OP_WRITE, count);
+  if (check_request (d, io, STATS_OP_WRITE, count, offset) == -1)
+    return -1;
+  if (count == 0)
+    return 0;
+  if (io->view == PROFILE_VIEW_DIF)
+    return dif_write (d, io, buf, count, offset, fua);
+  return data_modify (d, io, STATS_OP_WRITE, buf, count, offset, fua);
+}
+
+/* zero and trim (OP). */
+static int
+zero_or_trim (struct disk *d, const struct disk_io *io, enum stats_op op,
+              uint64_t count, uint64_t offset, bool fua)
+{
+  stats_request (&d->stats, io->view, op, count);
+  if (check_request (d, io, op, count, offset) == -1)
+    return -1;
+  if (count == 0)
+    return 0;
+  if (io->view == PROFILE_VIEW_DIF)
+    return dif_zero (d, count, offset, fua);
+  return data_modify (d, io, op, NULL, count, offset, fua);
+}
+
+int
+disk_zero (struct disk *d, const struct disk_io *io, uint64_t count,
+           uint64_t offset, bool fua)
+{
+  return zero_or_trim (d, io, STATS_OP_ZERO, count, offset, fua);
+}
+
+int
+disk_trim (struct disk *d, const struct disk_io *io, uint64_t count,
+           uint64_t offset, bool fua)
+{
+  return zero_or_trim (d, io, STATS_OP_TRIM, count, offset, fua);
+}
+
+int
+disk_flush (struct disk *d, const struct disk_io *io)
+{
+  stats_request (&d->stats, io->view, STATS_OP_FLUSH, 0);
+  return d->store->ops->flush (d->store);
+}
+
+int
+disk_extent (struct disk *d, const struct disk_io *io, uint64_t count,
+             uint64_t offset, bool *allocated, uint64_t *run)
+{
+  const uint64_t iv = d->pi.interval;
+  struct span s;
+  struct range_held h;
+  uint64_t blocks;
+  int r;
+
+  if (check_request (d, io, STATS_OP_READ, count, offset) == -1)
+    return -1;
+  if (io->view == PROFILE_VIEW_DIF || count == 0) {
+    *allocated = true;
+    *run = count;
+    return 0;
+  }
+
+  span_of (d, count, offset, &s);
+  lock_blocks (d, &h, s.first, s.nblocks, false);
+  r = d->store->ops->extent (d->store, s.first, s.nblocks, allocated,
+                             &blocks);
+  unlock_blocks (d, &h);
+  if (r == -1)
+    return -1;
+  /* Bytes from OFFSET, which may sit inside the first block. */
+  *run = blocks * iv - offset % iv;
+  if (*run > count)
+    *run = count;
+  return 0;
+}
+
+/* An app tag that fails the masked compare against the configured tag
+ * and does not escape checking: flip the lowest checked bit; should that
+ * give 0xffff, flip one more bit as well (which keeps the checked bit
+ * different). */
+static uint16_t
+bad_app_tag (const struct disk *d)
+{
+  uint16_t low = d->pi.app_mask & -d->pi.app_mask;
+  uint16_t v = d->pi.app_tag ^ low;
+
+  if (v == 0xffff)
+    v ^= low == 1 ? 2 : 1;
+  return v;
+}
+
+static const char *
+inject_name (enum disk_inject_kind kind)
+{
+  switch (kind) {
+  case DISK_INJECT_DATA: return "data";
+  case DISK_INJECT_GUARD: return "guard";
+  case DISK_INJECT_APP: return "app";
+  case DISK_INJECT_REF: return "ref";
+  }
+  return "unknown";
+}
+
+int
+disk_inject (struct disk *d, enum disk_inject_kind kind, uint64_t lba)
+{
+  const struct pi_format *fmt = d->pi.format;
+  const char *name = inject_name (kind);
+  struct partial b;
+  struct pi_tuple t;
+  struct range_held h;
+  uint64_t g;
+  int r;
+
+  if (!has_pi (d)) {
+    disk_error (&d->cfg, "inject %s: format none has no protection "
+                "information to corrupt", name);
+    errno = EINVAL;
+    return -1;
+  }
+  if (lba >= d->nblocks) {
+    disk_error (&d->cfg, "inject %s: LBA %" PRIu64 " is past the end of "
+                "the disk (%" PRIu64 " blocks)", name, lba, d->nblocks);
+    errno = EINVAL;
+    return -1;
+  }
+  if (kind == DISK_INJECT_APP && !d->cfg.has_app) {
+    disk_error (&d->cfg, "inject app: no app-tag= configured, app tags are "
+                "not checked");
+    errno = EINVAL;
+    return -1;
+  }
+  if (kind == DISK_INJECT_REF &&
+      fmt->type != PI_TYPE_1 && fmt->type != PI_TYPE_2) {
+    disk_error (&d->cfg, "inject ref: %s does not check ref tags",
+                fmt->name);
+    errno = EINVAL;
+    return -1;
+  }
+
+  lock_blocks (d, &h, lba, 1, true);
+  r = d->store->ops->read (d->store, lba, 1, b.data, b.tuple);
+  if (r == -1)
+    goto out;
+
+  /* A block that escapes checking (never written, zeroed, or written
+   * with an escape tuple) first gets valid PI, or the read would not
+   * fail. */
+  if (pi_tuple_escaped (fmt, b.tuple))
+    pi_generate_block (&d->pi, b.data, lba, b.tuple);
+  pi_tuple_decode (fmt, b.tuple, &t);
+
+  switch (kind) {
+  case DISK_INJECT_DATA:
+    /* Flip bit 0 of byte 0 if the data is what the guard (correct, or
+     * itself injected: ^1) was computed for.  Otherwise the data already
+     * differs from it (injected before): leave it, so that injecting
+     * twice stores the same as once; the read fails the guard check
+     * either way. */
+    g = pi_guard_compute (fmt, b.data, d->pi.interval);
+    if (t.guard == g || t.guard == (g ^ 1))
+      b.data[0] ^= 1;
+    break;
+  case DISK_INJECT_GUARD:
+    t.guard = pi_guard_compute (fmt, b.data, d->pi.interval) ^ 1;
+    break;
+  case DISK_INJECT_APP:
+    t.app = bad_app_tag (d);
+    break;
+  case DISK_INJECT_REF:
+    t.ref = pi_ref_for_lba (fmt, lba) ^ 1;
+    break;
+  }
+  pi_tuple_encode (fmt, &t, b.tuple);
+  r = d->store->ops->write (d->store, lba, 1, b.data, b.tuple, false);
+  if (r == 0)
+    stats_add (&d->stats.c.injections, 1);
+
+ out:
+  unlock_blocks (d, &h);
+  return r;
+}

@@ -1,13 +1,755 @@
-/* TEMPORARY placeholder until the file backend lands (issue 5 helper
- * replaces this whole file). */
+/* stabledif: file storage (DESIGN §5).
+ *
+ * PATH holds the raw data, block LBA at byte LBA * interval, so PATH is a
+ * plain disk image any tool can read.  PATH.pi starts with a text header
+ * recording the geometry (store-file-hdr.h); the tuples follow at offset
+ * STORE_FILE_HDR_SIZE, LBA * tuple bytes further on, stored bit-inverted:
+ * a hole in PATH.pi reads back as all-ones PI, the PI of a block never
+ * written.  Both files are created sparse (ftruncate), zero punches holes
+ * in both, so a device costs disk space only for what was written.
+ *
+ * Crash ordering.  A write first stores all-ones PI (zero bytes, stored)
+ * over the blocks it covers, then the data, then the real PI; a zero
+ * punches the PI before the data.  Whatever prefix of that sequence
+ * reaches the files, each block holds either its old data with its old
+ * PI, or escaped (all-ones) PI with some data, or the new data with the
+ * new PI: never data with PI computed for other data.  The page cache
+ * keeps that order across a crash of the process (SIGKILL); an operating
+ * system crash or power loss keeps only what was flushed (flush and FUA
+ * use fdatasync and RWF_DSYNC), so blocks overwritten since the last flush
+ * may then read as a guard error.  Flushed writes always survive intact.
+ *
+ * Concurrency.  One pair of file descriptors serves every connection;
+ * pread/pwrite/fallocate on disjoint byte ranges are independent, so no
+ * lock is taken here and the caller's range locks need no rounding
+ * (granule 1).  fdatasync covers every connection's writes (multi_conn).
+ * An exclusive flock on PATH keeps a second server from opening the same
+ * files.
+ */
 #include <config.h>
+
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include "store.h"
+#include "store-file-hdr.h"
+
+/* Largest buffer of zeros written at once when holes cannot be punched. */
+#define ZERO_CHUNK (1024 * 1024)
+
+/* Largest run of tuples extent reads at once to look inside a PI page. */
+#define EXTENT_SCAN_TUPLES 4096
+
+/* The file store. */
+struct file_store {
+  struct store s;               /* shared part; must be first */
+  char *path;                   /* data file, as given by file= */
+  char *pi_path;                /* PATH.pi */
+  int data_fd;                  /* PATH, open read-write, flock'ed */
+  int pi_fd;                    /* PATH.pi, or -1 when the tuple size is 0 */
+  atomic_bool punch_ok;         /* fallocate(PUNCH_HOLE) works on these
+                                   files (cleared on EOPNOTSUPP) */
+  atomic_bool dsync_ok;         /* pwritev2(RWF_DSYNC) works (cleared on
+                                   EOPNOTSUPP/ENOSYS: fdatasync instead) */
+};
+
+/* Byte offset of the tuple of LBA in PATH.pi. */
+static inline off_t
+pi_offset (const struct file_store *fs, uint64_t lba)
+{
+  return STORE_FILE_HDR_SIZE + (off_t) (lba * fs->s.tuple);
+}
+
+/* Invert LEN bytes from SRC into DST (which may be SRC): the stored form
+ * of tuples, and back. */
+static void
+invert (uint8_t *dst, const uint8_t *src, size_t len)
+{
+  for (size_t i = 0; i < len; i++)
+    dst[i] = ~src[i];
+}
+
+/* Read exactly LEN bytes at OFF.  -1 with errno on error; EIO if the file
+ * ends early (it was truncated behind our back). */
+static int
+full_pread (int fd, void *buf, size_t len, off_t off)
+{
+  uint8_t *p = buf;
+
+  while (len > 0) {
+    ssize_t r = pread (fd, p, len, off);
+
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    if (r == 0) {
+      errno = EIO;
+      return -1;
+    }
+    p += r;
+    len -= r;
+    off += r;
+  }
+  return 0;
+}
+
+/* Write exactly LEN bytes at OFF; with DSYNC they are durable on return
+ * (RWF_DSYNC where the kernel has it, else pwrite + fdatasync).  -1 with
+ * errno on error. */
+static int
+full_pwrite (struct file_store *fs, int fd, const void *buf, size_t len,
+             off_t off, bool dsync)
+{
+  const uint8_t *p = buf;
+  bool use_rwf = dsync && atomic_load (&fs->dsync_ok);
+
+  while (len > 0) {
+    ssize_t r;
+
+    if (use_rwf) {
+      struct iovec iov = { .iov_base = (void *) p, .iov_len = len };
+
+      r = pwritev2 (fd, &iov, 1, off, RWF_DSYNC);
+      if (r == -1 && (errno == EOPNOTSUPP || errno == ENOSYS)) {
+        atomic_store (&fs->dsync_ok, false);
+        use_rwf = false;
+        continue;
+      }
+    }
+    else
+      r = pwrite (fd, p, len, off);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    p += r;
+    len -= r;
+    off += r;
+  }
+  if (dsync && !use_rwf && fdatasync (fd) == -1)
+    return -1;
+  return 0;
+}
+
+/* Make LEN bytes at OFF read as zeros, releasing their space where the
+ * filesystem can.  -1 with errno on error. */
+static int
+punch (struct file_store *fs, int fd, off_t off, uint64_t len)
+{
+  uint8_t *zeros;
+  size_t chunk;
+
+  if (len == 0)
+    return 0;
+  if (atomic_load (&fs->punch_ok)) {
+    if (fallocate (fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                   off, len) == 0)
+      return 0;
+    if (errno != EOPNOTSUPP && errno != ENOSYS)
+      return -1;
+    atomic_store (&fs->punch_ok, false);
+  }
+
+  /* No holes on this filesystem: write zeros instead. */
+  chunk = len < ZERO_CHUNK ? len : ZERO_CHUNK;
+  zeros = calloc (1, chunk);
+  if (zeros == NULL)
+    return -1;
+  while (len > 0) {
+    size_t n = len < chunk ? len : chunk;
+
+    if (full_pwrite (fs, fd, zeros, n, off, false) == -1) {
+      int e = errno;
+
+      free (zeros);
+      errno = e;
+      return -1;
+    }
+    off += n;
+    len -= n;
+  }
+  free (zeros);
+  return 0;
+}
+
+/* Report an I/O failure once, with the operation, the blocks and the
+ * file, and return -1 with errno preserved. */
+static int
+io_error (struct file_store *fs, const char *what, const char *file,
+          uint64_t lba, uint64_t nblocks)
+{
+  int e = errno;
+
+  fs->s.error ("file=%s: %s of LBA %" PRIu64 "..%" PRIu64 " in %s: %s",
+               fs->path, what, lba, lba + nblocks - 1, file, strerror (e));
+  errno = e;
+  return -1;
+}
+
+static int
+file_read (struct store *s, uint64_t lba, uint64_t nblocks,
+           uint8_t *data, uint8_t *pi)
+{
+  struct file_store *fs = (struct file_store *) s;
+
+  if (full_pread (fs->data_fd, data, nblocks * s->geom.interval,
+                  (off_t) (lba * s->geom.interval)) == -1)
+    return io_error (fs, "reading data", fs->path, lba, nblocks);
+  if (pi != NULL && s->tuple > 0) {
+    if (full_pread (fs->pi_fd, pi, nblocks * s->tuple,
+                    pi_offset (fs, lba)) == -1)
+      return io_error (fs, "reading PI", fs->pi_path, lba, nblocks);
+    invert (pi, pi, nblocks * s->tuple);
+  }
+  return 0;
+}
+
+static int
+file_write (struct store *s, uint64_t lba, uint64_t nblocks,
+            const uint8_t *data, const uint8_t *pi, bool fua)
+{
+  struct file_store *fs = (struct file_store *) s;
+  size_t pilen = nblocks * s->tuple;
+  uint8_t *stored = NULL;
+
+  if (pilen == 0) {
+    if (full_pwrite (fs, fs->data_fd, data, nblocks * s->geom.interval,
+                     (off_t) (lba * s->geom.interval), fua) == -1)
+      return io_error (fs, "writing data", fs->path, lba, nblocks);
+    return 0;
+  }
+
+  stored = calloc (1, pilen);
+  if (stored == NULL)
+    return io_error (fs, "allocating the PI buffer for writing", fs->pi_path,
+                     lba, nblocks);
+
+  /* 1. Escape the blocks (stored zeros = all-ones PI), so that no prefix
+   *    of this write can leave new data under old PI. */
+  if (full_pwrite (fs, fs->pi_fd, stored, pilen, pi_offset (fs, lba),
+                   false) == -1) {
+    io_error (fs, "writing PI", fs->pi_path, lba, nblocks);
+    goto fail;
+  }
+  /* 2. The data.  On failure the blocks stay escaped: unchecked rather
+   *    than checked against PI of other data. */
+  if (full_pwrite (fs, fs->data_fd, data, nblocks * s->geom.interval,
+                   (off_t) (lba * s->geom.interval), fua) == -1) {
+    io_error (fs, "writing data", fs->path, lba, nblocks);
+    goto fail;
+  }
+  /* 3. The PI that goes with it. */
+  invert (stored, pi, pilen);
+  if (full_pwrite (fs, fs->pi_fd, stored, pilen, pi_offset (fs, lba),
+                   fua) == -1) {
+    io_error (fs, "writing PI", fs->pi_path, lba, nblocks);
+    goto fail;
+  }
+  free (stored);
+  return 0;
+
+ fail:;
+  int e = errno;
+  free (stored);
+  errno = e;
+  return -1;
+}
+
+static int
+file_flush (struct store *s)
+{
+  struct file_store *fs = (struct file_store *) s;
+
+  if (fdatasync (fs->data_fd) == -1) {
+    int e = errno;
+    s->error ("file=%s: flushing %s: %s", fs->path, fs->path, strerror (e));
+    errno = e;
+    return -1;
+  }
+  if (fs->pi_fd >= 0 && fdatasync (fs->pi_fd) == -1) {
+    int e = errno;
+    s->error ("file=%s: flushing %s: %s", fs->path, fs->pi_path,
+              strerror (e));
+    errno = e;
+    return -1;
+  }
+  return 0;
+}
+
+static int
+file_zero (struct store *s, uint64_t lba, uint64_t nblocks, bool fua)
+{
+  struct file_store *fs = (struct file_store *) s;
+
+  /* PI first: a crash in between leaves old data unchecked, never zeros
+   * checked against the old PI. */
+  if (s->tuple > 0
+      && punch (fs, fs->pi_fd, pi_offset (fs, lba), nblocks * s->tuple) == -1)
+    return io_error (fs, "zeroing PI", fs->pi_path, lba, nblocks);
+  if (punch (fs, fs->data_fd, (off_t) (lba * s->geom.interval),
+             nblocks * s->geom.interval) == -1)
+    return io_error (fs, "zeroing data", fs->path, lba, nblocks);
+  if (fua)
+    return file_flush (s);
+  return 0;
+}
+
+/* Whether the stored tuple at P (TUPLE bytes) is all zeros, i.e. the
+ * block has all-ones PI. */
+static bool
+stored_escape (const uint8_t *p, uint32_t tuple)
+{
+  for (uint32_t i = 0; i < tuple; i++)
+    if (p[i] != 0)
+      return false;
+  return true;
+}
+
+/* NBLOCKS blocks from LBA whose data lies in a hole of PATH: a block is
+ * unallocated only if its PI is all-ones too.  A hole in PATH.pi settles
+ * that for whole tuples; allocated PI pages (one is shared by hundreds of
+ * blocks) are read and the stored tuples looked at, at most
+ * EXTENT_SCAN_TUPLES of them per call.  Sets *ALLOCATED and *RUN (at
+ * least 1, at most NBLOCKS). */
+static int
+hole_extent (struct file_store *fs, uint64_t lba, uint64_t nblocks,
+             bool *allocated, uint64_t *run)
+{
+  uint32_t t = fs->s.tuple;
+  uint64_t pos = 0, scanned = 0;
+  uint8_t *buf = NULL;
+
+  *allocated = false;
+  if (t == 0)
+    pos = nblocks;              /* no PI: a data hole is all there is */
+  while (pos < nblocks && scanned < EXTENT_SCAN_TUPLES) {
+    off_t start = pi_offset (fs, lba + pos);
+    off_t end = pi_offset (fs, lba + nblocks);
+    off_t d, h;
+    uint64_t m, k;
+
+    d = lseek (fs->pi_fd, start, SEEK_DATA);
+    if ((d == -1 && errno == ENXIO) || (d != -1 && d >= end)) {
+      pos = nblocks;            /* all-ones PI to the end of the range */
+      break;
+    }
+    if (d == -1)
+      goto io_fail;
+    if (d - start >= (off_t) t) {
+      pos += (d - start) / t;   /* whole tuples in a hole */
+      continue;
+    }
+
+    /* The tuple of LBA + POS lies in allocated space: read up to the
+     * next hole. */
+    h = lseek (fs->pi_fd, d, SEEK_HOLE);
+    if (h == -1)
+      goto io_fail;
+    m = ((uint64_t) (h - start) + t - 1) / t;
+    if (m > nblocks - pos)
+      m = nblocks - pos;
+    if (m > EXTENT_SCAN_TUPLES - scanned)
+      m = EXTENT_SCAN_TUPLES - scanned;
+    if (buf == NULL) {
+      buf = malloc ((size_t) EXTENT_SCAN_TUPLES * t);
+      if (buf == NULL)
+        goto io_fail;
+    }
+    if (full_pread (fs->pi_fd, buf, m * t, start) == -1)
+      goto io_fail;
+    for (k = 0; k < m && stored_escape (buf + k * t, t); k++)
+      ;
+    if (k < m && pos + k == 0) {
+      /* LBA itself carries PI: allocated, with its non-escaped run. */
+      for (k = 1; k < m && !stored_escape (buf + k * t, t); k++)
+        ;
+      *allocated = true;
+      pos = k;
+      break;
+    }
+    pos += k;
+    scanned += m;
+    if (k < m)
+      break;
+  }
+  free (buf);
+  *run = pos;
+  return 0;
+
+ io_fail:;
+  int e = errno;
+  free (buf);
+  errno = e;
+  return io_error (fs, "looking for stored PI", fs->pi_path, lba, nblocks);
+}
+
+static int
+file_extent (struct store *s, uint64_t lba, uint64_t nblocks,
+             bool *allocated, uint64_t *run)
+{
+  struct file_store *fs = (struct file_store *) s;
+  uint32_t iv = s->geom.interval;
+  off_t off = (off_t) (lba * iv);
+  off_t end = (off_t) ((lba + nblocks) * iv);
+  off_t d, h;
+  uint64_t n;
+
+  d = lseek (fs->data_fd, off, SEEK_DATA);
+  if (d == -1 && errno != ENXIO)
+    return io_error (fs, "looking for data (SEEK_DATA)", fs->path,
+                     lba, nblocks);
+  if (d == -1 || d >= off + iv) {
+    /* LBA lies wholly in a hole, and so do the blocks up to the one
+     * holding the next data (or to the end of the request). */
+    n = (d == -1 || d >= end) ? nblocks : (uint64_t) (d - off) / iv;
+    return hole_extent (fs, lba, n, allocated, run);
+  }
+
+  /* Data within LBA: allocated up to the next hole, counting a block
+   * allocated if any byte of it is. */
+  h = lseek (fs->data_fd, d, SEEK_HOLE);
+  if (h == -1)
+    return io_error (fs, "looking for a hole (SEEK_HOLE)", fs->path,
+                     lba, nblocks);
+  n = ((uint64_t) h + iv - 1) / iv - lba;
+  *allocated = true;
+  *run = n < 1 ? 1 : n > nblocks ? nblocks : n;
+  return 0;
+}
+
+static void
+file_close (struct store *s)
+{
+  struct file_store *fs = (struct file_store *) s;
+
+  /* A clean shutdown leaves everything durable, flushed or not. */
+  file_flush (s);
+  close (fs->data_fd);
+  if (fs->pi_fd >= 0)
+    close (fs->pi_fd);
+  free (fs->path);
+  free (fs->pi_path);
+  free (fs);
+}
+
+static const struct store_ops file_ops = {
+  .name = "file",
+  .read = file_read,
+  .write = file_write,
+  .zero = file_zero,
+  .flush = file_flush,
+  .extent = file_extent,
+  .close = file_close,
+};
+
+/* fsync the directory holding PATH, so a new directory entry is durable. */
+static int
+sync_dir (const char *path)
+{
+  char *copy = strdup (path);
+  int fd, r, e;
+
+  if (copy == NULL)
+    return -1;
+  fd = open (dirname (copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free (copy);
+  if (fd == -1)
+    return -1;
+  r = fsync (fd);
+  e = errno;
+  close (fd);
+  errno = e;
+  return r;
+}
+
+/* Create PATH.pi for FS with header H: written to PATH.pi.tmp, made
+ * durable, then renamed into place, so a crash never leaves a PATH.pi
+ * with a partial header.  Sets fs->pi_fd.  Reports errors. */
+static int
+create_pi (struct file_store *fs, const struct store_file_hdr *h)
+{
+  char hdr[STORE_FILE_HDR_SIZE];
+  char *tmp = NULL;
+  off_t pisize = pi_offset (fs, fs->s.geom.nblocks);
+  int fd = -1;
+
+  if (store_file_hdr_format (h, hdr, sizeof hdr) == -1) {
+    fs->s.error ("file=%s: the geometry does not fit in the header of %s",
+                 fs->path, fs->pi_path);
+    errno = EINVAL;
+    return -1;
+  }
+  if (asprintf (&tmp, "%s.tmp", fs->pi_path) == -1) {
+    fs->s.error ("file=%s: %s", fs->path, strerror (errno));
+    return -1;
+  }
+  fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd == -1) {
+    fs->s.error ("file=%s: creating %s: %s", fs->path, tmp, strerror (errno));
+    goto fail;
+  }
+  if (full_pwrite (fs, fd, hdr, sizeof hdr, 0, false) == -1) {
+    fs->s.error ("file=%s: writing the header of %s: %s", fs->path, tmp,
+                 strerror (errno));
+    goto fail;
+  }
+  if (ftruncate (fd, pisize) == -1) {
+    fs->s.error ("file=%s: making %s %" PRIu64 " bytes: %s", fs->path, tmp,
+                 (uint64_t) pisize, strerror (errno));
+    goto fail;
+  }
+  if (fsync (fd) == -1 || fsync (fs->data_fd) == -1) {
+    fs->s.error ("file=%s: syncing new files: %s", fs->path,
+                 strerror (errno));
+    goto fail;
+  }
+  if (rename (tmp, fs->pi_path) == -1) {
+    fs->s.error ("file=%s: renaming %s to %s: %s", fs->path, tmp,
+                 fs->pi_path, strerror (errno));
+    goto fail;
+  }
+  if (sync_dir (fs->pi_path) == -1) {
+    fs->s.error ("file=%s: syncing the directory of %s: %s", fs->path,
+                 fs->pi_path, strerror (errno));
+    fs->pi_fd = fd;             /* renamed: the caller removes it */
+    free (tmp);
+    return -1;
+  }
+  free (tmp);
+  fs->pi_fd = fd;
+  return 0;
+
+ fail:;
+  int e = errno;
+  if (fd >= 0) {
+    close (fd);
+    unlink (tmp);
+  }
+  free (tmp);
+  errno = e;
+  return -1;
+}
+
+/* Open the existing PATH.pi of FS and check that its header records the
+ * geometry WANT and that both files have the sizes it implies.  Sets
+ * fs->pi_fd.  Reports errors. */
+static int
+open_pi (struct file_store *fs, const struct store_file_hdr *want,
+         uint64_t data_size)
+{
+  char hdr[STORE_FILE_HDR_SIZE];
+  char err[160], what[64], have_s[128], want_s[128];
+  struct store_file_hdr have;
+  struct stat st;
+  off_t pisize = pi_offset (fs, fs->s.geom.nblocks);
+  ssize_t r;
+
+  fs->pi_fd = open (fs->pi_path, O_RDWR | O_CLOEXEC);
+  if (fs->pi_fd == -1) {
+    fs->s.error ("file=%s: opening %s: %s", fs->path, fs->pi_path,
+                 strerror (errno));
+    return -1;
+  }
+  memset (hdr, 0, sizeof hdr);
+  r = pread (fs->pi_fd, hdr, sizeof hdr, 0);
+  if (r == -1) {
+    fs->s.error ("file=%s: reading the header of %s: %s", fs->path,
+                 fs->pi_path, strerror (errno));
+    return -1;
+  }
+  if (store_file_hdr_parse (hdr, r, &have, err, sizeof err) == -1) {
+    fs->s.error ("file=%s: %s is not a usable PI file: %s", fs->path,
+                 fs->pi_path, err);
+    errno = EINVAL;
+    return -1;
+  }
+  if (store_file_hdr_diff (&have, want, what, sizeof what)) {
+    store_file_hdr_describe (&have, have_s, sizeof have_s);
+    store_file_hdr_describe (want, want_s, sizeof want_s);
+    fs->s.error ("file=%s: existing geometry %s (recorded in %s) does not "
+                 "match %s (%s %s); give the recorded parameters, or "
+                 "remove %s and %s to start a new disk",
+                 fs->path, have_s, fs->pi_path, want_s, what,
+                 strchr (what, ',') != NULL ? "differ" : "differs",
+                 fs->path, fs->pi_path);
+    errno = EINVAL;
+    return -1;
+  }
+  if (data_size != want->size) {
+    store_file_hdr_describe (&have, have_s, sizeof have_s);
+    fs->s.error ("file=%s: the data file is %" PRIu64 " bytes but %s "
+                 "records %s (%" PRIu64 " bytes); was it truncated or "
+                 "replaced?", fs->path, data_size, fs->pi_path, have_s,
+                 want->size);
+    errno = EINVAL;
+    return -1;
+  }
+  if (fstat (fs->pi_fd, &st) == -1) {
+    fs->s.error ("file=%s: %s: %s", fs->path, fs->pi_path, strerror (errno));
+    return -1;
+  }
+  if (st.st_size != pisize) {
+    fs->s.error ("file=%s: %s is %" PRIu64 " bytes, the recorded geometry "
+                 "needs %" PRIu64 "; was it truncated or replaced?",
+                 fs->path, fs->pi_path, (uint64_t) st.st_size,
+                 (uint64_t) pisize);
+    errno = EINVAL;
+    return -1;
+  }
+  return 0;
+}
+
 struct store *
 store_file_open (const struct store_geometry *g, const char *path,
                  server_error_fn error)
 {
-  error ("file=%s: file storage is not available yet", path);
-  errno = ENOTSUP;
+  struct file_store *fs;
+  struct store_file_hdr want;
+  struct stat st;
+  uint64_t size, pisize;
+  bool pi_exists, created = false, pi_created = false;
+  char size_s[STORE_FILE_SIZE_STR_MAX];
+  int e;
+
+  if (g->format == NULL || g->interval == 0 || g->nblocks == 0
+      || __builtin_mul_overflow (g->nblocks, (uint64_t) g->interval, &size)
+      || size > INT64_MAX
+      || __builtin_mul_overflow (g->nblocks,
+                                 (uint64_t) g->format->tuple_size, &pisize)
+      || pisize > INT64_MAX - STORE_FILE_HDR_SIZE
+      || strlen (g->format->name) >= STORE_FILE_HDR_FORMAT_MAX) {
+    error ("file=%s: the disk geometry cannot be stored in a file", path);
+    errno = EINVAL;
+    return NULL;
+  }
+
+  fs = calloc (1, sizeof *fs);
+  if (fs == NULL) {
+    error ("file=%s: %s", path, strerror (errno));
+    return NULL;
+  }
+  fs->s.ops = &file_ops;
+  fs->s.geom = *g;
+  fs->s.tuple = g->format->tuple_size;
+  fs->s.granule = 1;
+  fs->s.multi_conn = true;
+  fs->s.error = error;
+  fs->data_fd = -1;
+  fs->pi_fd = -1;
+  atomic_init (&fs->punch_ok, true);
+  atomic_init (&fs->dsync_ok, true);
+  fs->path = strdup (path);
+  if (fs->path == NULL || asprintf (&fs->pi_path, "%s.pi", path) == -1) {
+    fs->pi_path = NULL;
+    error ("file=%s: %s", path, strerror (errno));
+    goto fail;
+  }
+  store_file_hdr_from_geometry (g, &want);
+  store_file_hdr_size_str (size, size_s);
+
+  /* Which of the two files exist decides between create, adopt, reopen. */
+  pi_exists = access (fs->pi_path, F_OK) == 0;
+  fs->data_fd = open (path, O_RDWR | O_CLOEXEC);
+  if (fs->data_fd == -1 && errno == ENOENT && !pi_exists) {
+    fs->data_fd = open (path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    created = fs->data_fd >= 0;
+  }
+  if (fs->data_fd == -1) {
+    if (errno == ENOENT && pi_exists)
+      error ("file=%s: %s exists but the data file %s does not; restore "
+             "it, or remove %s to start a new disk",
+             path, fs->pi_path, path, fs->pi_path);
+    else
+      error ("file=%s: opening %s: %s", path, path, strerror (errno));
+    goto fail;
+  }
+
+  /* One server per pair of files: a second one would tear blocks. */
+  if (flock (fs->data_fd, LOCK_EX | LOCK_NB) == -1) {
+    if (errno == EWOULDBLOCK)
+      error ("file=%s: in use by another process (it holds a lock on %s)",
+             path, path);
+    else
+      error ("file=%s: locking %s: %s", path, path, strerror (errno));
+    goto fail;
+  }
+  if (fstat (fs->data_fd, &st) == -1) {
+    error ("file=%s: %s", path, strerror (errno));
+    goto fail;
+  }
+  if (!S_ISREG (st.st_mode)) {
+    error ("file=%s: not a regular file", path);
+    errno = EINVAL;
+    goto fail;
+  }
+
+  if (pi_exists) {
+    if (open_pi (fs, &want, st.st_size) == -1)
+      goto fail;
+    return &fs->s;
+  }
+
+  /* No PATH.pi.  An empty PATH is a new disk; a PATH of exactly the
+   * disk's size is an existing raw image, adopted with all-ones PI
+   * (every block reads as escaped until written).  Anything else is
+   * probably a mistake. */
+  if (st.st_size != 0 && (uint64_t) st.st_size != size) {
+    char have_s[STORE_FILE_SIZE_STR_MAX];
+
+    store_file_hdr_size_str (st.st_size, have_s);
+    error ("file=%s: %s exists (%" PRIu64 " bytes) without %s, and "
+           "size=%s does not match it; give size=%s to use it as a disk "
+           "(its blocks read unchecked until written), or choose another "
+           "file", path, path, (uint64_t) st.st_size, fs->pi_path, size_s,
+           have_s);
+    errno = EINVAL;
+    goto fail;
+  }
+  if (st.st_size == 0 && ftruncate (fs->data_fd, size) == -1) {
+    e = errno;
+    error ("file=%s: making the data file size=%s (%" PRIu64 " bytes): "
+           "%s%s", path, size_s, size, strerror (e),
+           e == EFBIG ? " (larger than this filesystem's largest file)"
+           : "");
+    errno = e;
+    goto fail;
+  }
+  if (create_pi (fs, &want) == -1) {
+    pi_created = fs->pi_fd >= 0;
+    goto fail;
+  }
+  return &fs->s;
+
+ fail:
+  e = errno;
+  /* Leave nothing behind that this call created. */
+  if (pi_created)
+    unlink (fs->pi_path);
+  if (created)
+    unlink (path);
+  if (fs->data_fd >= 0)
+    close (fs->data_fd);
+  if (fs->pi_fd >= 0)
+    close (fs->pi_fd);
+  free (fs->path);
+  free (fs->pi_path);
+  free (fs);
+  errno = e;
   return NULL;
 }

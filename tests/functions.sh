@@ -3,13 +3,31 @@
 # Tests run the real nbdkit with the plugin under "nbdkit --run", so the
 # server always stops when the client command finishes (bounded, no
 # leftover processes), on a private Unix socket (-U -).
+#
+# The helpers use bash (arrays, local); "make check" may run the tests
+# with another /bin/sh, so start again under bash if need be.
+if [ -z "${BASH_VERSION:-}" ]; then
+  exec bash "$0" "$@"
+fi
 set -e
 set -u
 
 : "${NBDKIT:=nbdkit}"
 : "${PLUGIN:?PLUGIN must point at the built plugin .so}"
+: "${NBDINFO:=nbdinfo}"
+: "${NBDSH:=nbdsh}"
+: "${NBDCOPY:=nbdcopy}"
+: "${QEMU_IMG:=qemu-img}"
+: "${QEMU_IO:=qemu-io}"
+: "${FIO:=fio}"
+: "${srcdir:=$(dirname "$0")}"
+
+# Every nbdkit run is cut off after this many seconds (a hung server or
+# client fails the test instead of hanging "make check").
+: "${STABLEDIF_TEST_TIMEOUT:=300}"
 
 # Skip (exit 77, automake's SKIP) unless every program named is present.
+# configure sets missing programs to "no", which is never found.
 requires () {
   for p in "$@"; do
     if ! command -v "$p" >/dev/null 2>&1; then
@@ -28,18 +46,296 @@ cleanup () {
 }
 trap cleanup EXIT
 
+# ctl: every nbdkit a test starts makes its default control socket
+# (stabledif-PID.sock) here, not in /tmp or the user's runtime directory,
+# so tests never see each other's devices or leave sockets behind.
+XDG_RUNTIME_DIR="$tmpdir"
+export XDG_RUNTIME_DIR
+
+# A plugin built with --enable-sanitizers links the ASan/UBSan runtimes,
+# which must be loaded first: nbdkit itself is not instrumented, so it
+# gets them through LD_PRELOAD.  Client programs started by --run get
+# the environment without it (they are not under test).
+nbdkit_preload=""
+if ldd "$PLUGIN" 2>/dev/null | grep -q 'libasan'; then
+  for _lib in libasan libubsan; do
+    _lib_path=$(ldd "$PLUGIN" | awk -v l="$_lib" 'index($1, l) == 1 { print $3 }')
+    [ -z "$_lib_path" ] || nbdkit_preload="$nbdkit_preload $_lib_path"
+  done
+  nbdkit_preload=${nbdkit_preload# }
+fi
+
+# run_nbdkit ARGS...: nbdkit (with the preload above if needed), cut off
+# after $STABLEDIF_TEST_TIMEOUT seconds.  Use it for every nbdkit run.
+run_nbdkit () {
+  if [ -n "$nbdkit_preload" ]; then
+    LD_PRELOAD="$nbdkit_preload${LD_PRELOAD:+ $LD_PRELOAD}" \
+      timeout "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "$@"
+  else
+    timeout "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "$@"
+  fi
+}
+
+# The --run command of nbdkit, without the preload.
+run_cmd () {
+  if [ -n "$nbdkit_preload" ]; then
+    echo "unset LD_PRELOAD; $*"
+  else
+    echo "$*"
+  fi
+}
+
 # Run nbdkit with the plugin and plugin parameters, serving on a private
 # Unix socket, and run the command given after "--" with $uri/$unixsocket
 # set (nbdkit --run).  Example:
 #   serve size=1M -- nbdinfo '$uri'
+# nbdkit's own messages go to stderr; set SERVE_LOG=FILE to collect them
+# in FILE instead.
 serve () {
   local params=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do params+=("$1"); shift; done
   shift
-  "$NBDKIT" -U - --exit-with-parent "$PLUGIN" "${params[@]}" --run "$*"
+  if [ -n "${SERVE_LOG:-}" ]; then
+    run_nbdkit -U - --exit-with-parent "$PLUGIN" "${params[@]}" \
+      --run "$(run_cmd "$*")" 2>>"$SERVE_LOG"
+  else
+    run_nbdkit -U - --exit-with-parent "$PLUGIN" "${params[@]}" \
+      --run "$(run_cmd "$*")"
+  fi
 }
 
 fail () {
   echo "$0: FAIL: $*" >&2
   exit 1
 }
+
+# expect_config_error PATTERN PARAMS...
+# nbdkit with the plugin and PARAMS must refuse to start (exit non-zero
+# without running the client) and say something matching the extended
+# regular expression PATTERN (case-insensitive) on stderr.
+expect_config_error () {
+  local pattern=$1; shift
+  local err="$tmpdir/config-error.txt"
+  local ran="$tmpdir/config-error.ran"
+  rm -f "$ran"
+  if run_nbdkit -U - --exit-with-parent "$PLUGIN" "$@" \
+       --run "$(run_cmd "touch '$ran'")" 2>"$err"; then
+    fail "nbdkit started with bad parameters: $*"
+  fi
+  [ ! -e "$ran" ] || fail "nbdkit served a client with bad parameters: $*"
+  if ! grep -Eiq -- "$pattern" "$err"; then
+    cat "$err" >&2
+    fail "bad parameters '$*': stderr does not match /$pattern/"
+  fi
+  echo "ok: $* -> $(head -n1 "$err")"
+}
+
+# nbdsh runs "python3 -m nbd": make sure the python3 it finds has the
+# libnbd bindings (python3-libnbd installs them for the system python,
+# which a python3 earlier in $PATH may not see).  Skips if there is none.
+requires_nbdsh () {
+  requires "$NBDSH"
+  if python3 -c 'import nbd' >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ -x /usr/bin/python3 ] &&
+       /usr/bin/python3 -c 'import nbd' >/dev/null 2>&1; then
+    mkdir -p "$tmpdir/bin"
+    ln -sf /usr/bin/python3 "$tmpdir/bin/python3"
+    PATH="$tmpdir/bin:$PATH"
+    export PATH
+    return 0
+  fi
+  echo "$0: SKIP: no python3 with the libnbd bindings (python3-libnbd)"
+  exit 77
+}
+
+# run_nbdsh SCRIPT PARAMS...
+# Serve a disk with PARAMS and run the python file SCRIPT inside nbdsh,
+# after the prelude below.  The script finds the socket in $sock and the
+# expected profile in the environment variables FORMAT and INTERVAL (if
+# set by the test).
+run_nbdsh () {
+  local script=$1; shift
+  cat "$tmpdir/prelude.py" "$script" > "$tmpdir/run.py"
+  serve "$@" -- \
+    "sock=\"\$unixsocket\" $NBDSH -n -c \"exec(open('$tmpdir/run.py').read())\""
+}
+
+# The python prelude of run_nbdsh: our own PI arithmetic (written from
+# the T10 and NVMe definitions, independent of common/pi.c, so the device
+# is checked against a second implementation), connection helpers and an
+# error checker.
+cat > "$tmpdir/prelude.py" <<'EOF'
+import errno
+import os
+import random
+import struct
+
+import nbd
+
+SOCK = os.environ["sock"]
+
+
+def _crc16_table():
+    # CRC-16/T10-DIF: poly 0x8bb7, not reflected, init 0, xorout 0.
+    table = []
+    for i in range(256):
+        c = i << 8
+        for _ in range(8):
+            c = ((c << 1) ^ 0x8BB7) if c & 0x8000 else (c << 1)
+        table.append(c & 0xFFFF)
+    return table
+
+
+def _crc64_table():
+    # CRC-64/NVME: poly 0xad93d23594c93659, reflected, init and xorout
+    # all ones.  Reflected polynomial:
+    rpoly = int("{:064b}".format(0xAD93D23594C93659)[::-1], 2)
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ rpoly if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_T16 = _crc16_table()
+_T64 = _crc64_table()
+_M64 = (1 << 64) - 1
+
+
+def crc16_t10dif(data):
+    crc = 0
+    for b in data:
+        crc = ((crc << 8) & 0xFFFF) ^ _T16[((crc >> 8) ^ b) & 0xFF]
+    return crc
+
+
+def crc64_nvme(data):
+    crc = _M64
+    for b in data:
+        crc = _T64[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ _M64
+
+
+assert crc16_t10dif(b"123456789") == 0xD0DB
+assert crc64_nvme(b"123456789") == 0xAE8B14860A799888
+
+# What each format is: (type, tuple size).  The guard is CRC-16 for
+# 8-byte tuples and CRC-64 for 16-byte ones.
+FORMATS = {
+    "none": (0, 0),
+    "T10-DIF-TYPE1-CRC": (1, 8),
+    "T10-DIF-TYPE2-CRC": (2, 8),
+    "T10-DIF-TYPE3-CRC": (3, 8),
+    "EXT-DIF-TYPE1-CRC64": (1, 16),
+    "EXT-DIF-TYPE3-CRC64": (3, 16),
+}
+
+
+def connect(export, strict=True, meta=None):
+    """A handle on EXPORT ("", "data" or "dif") with full info."""
+    h = nbd.NBD()
+    h.set_export_name(export)
+    h.set_full_info(True)
+    if meta:
+        h.add_meta_context(meta)
+    if not strict:
+        # Let requests libnbd would refuse itself reach the server.
+        h.set_strict_mode(0)
+    h.connect_unix(SOCK)
+    return h
+
+
+def parse_profile(line):
+    """The profile line as a dict; checks the magic first token."""
+    tokens = line.split(" ")
+    assert tokens[0] == "stabledif/1", "bad profile magic: %r" % line
+    return dict(t.split("=", 1) for t in tokens[1:])
+
+
+class Disk:
+    """The PI arithmetic of one device, from its dif-view profile."""
+
+    def __init__(self, h_dif):
+        prof = parse_profile(h_dif.get_export_description())
+        assert prof["view"] == "dif", prof
+        self.format = prof["format"]
+        self.interval = int(prof["interval"])
+        self.type, self.tuple = FORMATS[self.format]
+        assert int(prof["tuple"]) == self.tuple, prof
+        assert prof["stable_writes"] == ("1" if self.type else "0"), prof
+        if "FORMAT" in os.environ:
+            assert self.format == os.environ["FORMAT"], prof
+        if "INTERVAL" in os.environ:
+            assert self.interval == int(os.environ["INTERVAL"]), prof
+        self.ext = self.interval + self.tuple
+        self.nblocks = h_dif.get_size() // self.ext
+        assert h_dif.get_size() == self.nblocks * self.ext
+        self.ref_mask = (1 << (32 if self.tuple == 8 else 48)) - 1
+
+    def guard(self, data):
+        assert len(data) == self.interval
+        if self.tuple == 8:
+            return crc16_t10dif(data)
+        return crc64_nvme(data)
+
+    def tuple_bytes(self, guard, app, ref):
+        if self.tuple == 8:
+            return struct.pack(">HHI", guard, app, ref)
+        return (guard.to_bytes(8, "big") + app.to_bytes(2, "big")
+                + ref.to_bytes(6, "big"))
+
+    def tuple_fields(self, t):
+        if self.tuple == 8:
+            return struct.unpack(">HHI", t)
+        return (int.from_bytes(t[0:8], "big"), int.from_bytes(t[8:10], "big"),
+                int.from_bytes(t[10:16], "big"))
+
+    def ref_for(self, lba):
+        """The ref tag the device checks and inserts (0 for type 3)."""
+        return 0 if self.type == 3 else lba & self.ref_mask
+
+    def escape_tuple(self):
+        return b"\xff" * self.tuple
+
+    def block(self, data, lba, app=0, guard=None, ref=None):
+        """One extended block: DATA and a correct tuple for LBA, with the
+        fields given overriding the correct ones."""
+        if guard is None:
+            guard = self.guard(data)
+        if ref is None:
+            ref = self.ref_for(lba)
+        return data + self.tuple_bytes(guard, app, ref)
+
+    def split(self, ext):
+        """Extended blocks -> (data, [tuples])."""
+        n = len(ext) // self.ext
+        assert len(ext) == n * self.ext
+        data = b"".join(ext[i * self.ext:i * self.ext + self.interval]
+                        for i in range(n))
+        tuples = [ext[i * self.ext + self.interval:(i + 1) * self.ext]
+                  for i in range(n)]
+        return data, tuples
+
+
+def expect_error(err, fn, *args):
+    """FN(*ARGS) must fail with errno ERR (one errno or a tuple)."""
+    errs = err if isinstance(err, tuple) else (err,)
+    try:
+        fn(*args)
+    except nbd.Error as e:
+        if e.errnum not in errs:
+            raise AssertionError("expected %s, got errno %s (%s)" % (
+                "/".join(errno.errorcode[x] for x in errs),
+                e.errnum, e.string))
+        return e
+    raise AssertionError("%s%r succeeded, expected %s" % (
+        fn.__name__, args, "/".join(errno.errorcode[x] for x in errs)))
+
+
+def rand_bytes(rng, n):
+    return rng.randbytes(n)
+EOF

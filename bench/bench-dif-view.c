@@ -1,0 +1,468 @@
+/* stabledif: bench-dif-view -- writes and reads of the dif view through
+ * libstabledif, against plain libnbd writes and reads of the same data
+ * bytes to nbdkit's memory plugin, in the same run.
+ *
+ *   bench-dif-view [OPTIONS] STABLEDIF_URI BASELINE_URI
+ *
+ * Both sides issue asynchronous requests of the same size, sequentially
+ * over the same span, keeping the same number in flight.  libstabledif
+ * generates PI at submit, joins data and PI into extended blocks at
+ * copy-out and sends interval + tuple bytes per interval (8 more per 512
+ * for T10 DIF, 1.6%), the device verifies every block before storing it;
+ * a read verifies every block and splits data from PI.  The baseline
+ * only moves the data.  Each figure is the best of several timed rounds,
+ * the two sides measured alternately.  bench/dif-view.sh starts both
+ * servers; see bench/README.md.  Not a test: it prints ratios, and with
+ * --check exits 1 when one is below the target.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libnbd.h>
+
+#include "stabledif.h"
+
+#define PROG "bench-dif-view"
+
+/* Target: libstabledif throughput / baseline throughput. */
+#define TARGET 0.85
+
+/* Settings from the command line. */
+struct options {
+  uint64_t span;                /* bytes written and read, per side */
+  unsigned depth;               /* requests in flight */
+  unsigned rounds;              /* timed rounds per figure */
+  double round_secs;            /* length of one round */
+  bool check;                   /* exit 1 when a target is missed */
+  const char *policy;           /* libstabledif policy */
+  size_t size;                  /* only this request size (0: 4K and 128K) */
+  int only;                     /* 0 write, 1 read, -1 both */
+  int side;                     /* 0 only libstabledif, 1 only the
+                                   baseline, -1 both (for profiling) */
+};
+
+/* ---- the two sides: a table of operations ---- */
+
+/* One side of the comparison. */
+struct side {
+  const char *name;             /* printed */
+  /* Submit one request; 0 or -1 (message printed). */
+  int (*submit) (struct side *s, bool write, void *buf, size_t count,
+                 uint64_t offset);
+  /* Block until fewer than MAX requests are in flight; 0 or -1. */
+  int (*wait_below) (struct side *s, unsigned max);
+  void *h;                      /* stabledif_handle or nbd_handle */
+  pthread_mutex_t lock;         /* stabledif: protects in_flight, failed */
+  pthread_cond_t cond;          /* stabledif: a request completed */
+  unsigned in_flight;           /* stabledif: requests not completed */
+  int failed;                   /* first errno of a failed request */
+};
+
+/* libstabledif completion (its I/O thread). */
+static void
+sd_done (void *user_data, int error)
+{
+  struct side *s = user_data;
+
+  pthread_mutex_lock (&s->lock);
+  if (error && !s->failed)
+    s->failed = error;
+  s->in_flight--;
+  pthread_cond_signal (&s->cond);
+  pthread_mutex_unlock (&s->lock);
+}
+
+static int
+sd_submit (struct side *s, bool write, void *buf, size_t count,
+           uint64_t offset)
+{
+  int64_t c;
+
+  pthread_mutex_lock (&s->lock);
+  s->in_flight++;
+  pthread_mutex_unlock (&s->lock);
+  if (write)
+    c = stabledif_aio_pwrite (s->h, buf, count, offset, 0, sd_done, s);
+  else
+    c = stabledif_aio_pread (s->h, buf, count, offset, NULL, 0, sd_done, s);
+  if (c == -1) {
+    fprintf (stderr, PROG ": %s\n", stabledif_get_error ());
+    pthread_mutex_lock (&s->lock);
+    s->in_flight--;
+    pthread_mutex_unlock (&s->lock);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+sd_wait_below (struct side *s, unsigned max)
+{
+  int failed;
+
+  pthread_mutex_lock (&s->lock);
+  while (s->in_flight >= max && s->in_flight > 0)
+    pthread_cond_wait (&s->cond, &s->lock);
+  failed = s->failed;
+  pthread_mutex_unlock (&s->lock);
+  if (failed) {
+    fprintf (stderr, PROG ": %s: a request failed: %s\n", s->name,
+             strerror (failed));
+    return -1;
+  }
+  return 0;
+}
+
+/* libnbd completion. */
+static int
+nbd_done (void *user_data, int *error)
+{
+  struct side *s = user_data;
+
+  if (*error && !s->failed)
+    s->failed = *error;
+  return 1;
+}
+
+static int
+nbd_submit (struct side *s, bool write, void *buf, size_t count,
+            uint64_t offset)
+{
+  nbd_completion_callback cb = { .callback = nbd_done, .user_data = s };
+  int64_t c;
+
+  if (write)
+    c = nbd_aio_pwrite (s->h, buf, count, offset, cb, 0);
+  else
+    c = nbd_aio_pread (s->h, buf, count, offset, cb, 0);
+  if (c == -1) {
+    fprintf (stderr, PROG ": %s\n", nbd_get_error ());
+    return -1;
+  }
+  return 0;
+}
+
+static int
+nbd_wait_below (struct side *s, unsigned max)
+{
+  while (nbd_aio_in_flight (s->h) >= (int) max &&
+         nbd_aio_in_flight (s->h) > 0)
+    if (nbd_poll (s->h, -1) == -1) {
+      fprintf (stderr, PROG ": %s\n", nbd_get_error ());
+      return -1;
+    }
+  if (s->failed) {
+    fprintf (stderr, PROG ": %s: a request failed: %s\n", s->name,
+             strerror (s->failed));
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- timing ---- */
+
+static double
+now (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* Requests of COUNT bytes over the span, DEPTH in flight, for at least
+ * SECS seconds (the whole span once when SECS is 0).  Buffer slot I of
+ * BUFS (DEPTH * COUNT bytes) is used by every DEPTH-th request.  Returns
+ * bytes per second, or -1. */
+static double
+run (struct side *s, const struct options *o, bool write, uint8_t *bufs,
+     size_t count, double secs)
+{
+  uint64_t off = 0, bytes = 0, n = 0;
+  double t0 = now (), t;
+
+  for (;;) {
+    if (s->wait_below (s, o->depth) == -1)
+      return -1;
+    if (s->submit (s, write, bufs + (n % o->depth) * count, count, off)
+        == -1)
+      return -1;
+    n++;
+    bytes += count;
+    off += count;
+    if (off + count > o->span) {
+      off = 0;
+      if (secs == 0)
+        break;
+    }
+    if (secs > 0 && (n & 15) == 0 && now () - t0 >= secs)
+      break;
+  }
+  if (s->wait_below (s, 1) == -1)
+    return -1;
+  t = now () - t0;
+  return (double) bytes / t;
+}
+
+/* ---- setup ---- */
+
+static void
+usage (FILE *fp)
+{
+  fprintf (fp,
+"Usage: " PROG " [OPTIONS] STABLEDIF_URI BASELINE_URI\n"
+"Throughput of dif-view writes and reads through libstabledif against\n"
+"libnbd writes and reads of the same data bytes to BASELINE_URI.\n"
+"\n"
+"  --span BYTES     bytes written and read per side (default 64M)\n"
+"  --depth N        requests in flight (default 32)\n"
+"  --rounds N       timed rounds per figure, best kept (default 5)\n"
+"  --round-ms MS    length of one round (default 500)\n"
+"  --policy NAME    libstabledif policy (default auto)\n"
+"  --size BYTES     only this request size (default 4096 and 131072)\n"
+"  --only write|read  only writes or only reads\n"
+"  --side libstabledif|baseline  time one side only (for a profiler)\n"
+"  --check          exit 1 if a ratio is below %.2f\n", TARGET);
+}
+
+static int
+parse_options (int argc, char **argv, struct options *o)
+{
+  static const struct option longopts[] = {
+    { "span", required_argument, NULL, 's' },
+    { "depth", required_argument, NULL, 'd' },
+    { "rounds", required_argument, NULL, 'r' },
+    { "round-ms", required_argument, NULL, 'm' },
+    { "policy", required_argument, NULL, 'p' },
+    { "check", no_argument, NULL, 'c' },
+    { "size", required_argument, NULL, 'z' },
+    { "only", required_argument, NULL, 'o' },
+    { "side", required_argument, NULL, 'S' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  int c;
+
+  o->span = 64u << 20;
+  o->depth = 32;
+  o->rounds = 5;
+  o->round_secs = 0.5;
+  o->check = false;
+  o->policy = "auto";
+  o->size = 0;
+  o->only = -1;
+  o->side = -1;
+  while ((c = getopt_long (argc, argv, "h", longopts, NULL)) != -1) {
+    char *end;
+    unsigned long long v;
+
+    switch (c) {
+    case 'o':
+      if (strcmp (optarg, "write") == 0) o->only = 0;
+      else if (strcmp (optarg, "read") == 0) o->only = 1;
+      else { fprintf (stderr, PROG ": --only write|read\n"); return -1; }
+      break;
+    case 'S':
+      if (strcmp (optarg, "libstabledif") == 0) o->side = 0;
+      else if (strcmp (optarg, "baseline") == 0) o->side = 1;
+      else {
+        fprintf (stderr, PROG ": --side libstabledif|baseline\n");
+        return -1;
+      }
+      break;
+    case 's': case 'd': case 'r': case 'm': case 'z':
+      errno = 0;
+      v = strtoull (optarg, &end, 10);
+      if (c == 's' && (*end == 'M' || *end == 'm')) {
+        v <<= 20;
+        end++;
+      }
+      if (errno || *end || v == 0) {
+        fprintf (stderr, PROG ": bad number \"%s\"\n", optarg);
+        return -1;
+      }
+      if (c == 's') o->span = v;
+      else if (c == 'z') o->size = v;
+      else if (c == 'd') o->depth = (unsigned) v;
+      else if (c == 'r') o->rounds = (unsigned) v;
+      else o->round_secs = (double) v / 1000;
+      break;
+    case 'p': o->policy = optarg; break;
+    case 'c': o->check = true; break;
+    case 'h': usage (stdout); exit (0);
+    default: usage (stderr); return -1;
+    }
+  }
+  if (argc - optind != 2) {
+    usage (stderr);
+    return -1;
+  }
+  if (o->size && (o->size % 4096 != 0 || o->size > 32u << 20)) {
+    fprintf (stderr, PROG ": --size must be a multiple of 4096, at most "
+             "32M\n");
+    return -1;
+  }
+  return 0;
+}
+
+static int
+connect_sd (struct side *s, const char *uri, const char *policy)
+{
+  struct stabledif_handle *h = stabledif_create ();
+  int p = stabledif_policy_from_name (policy);
+
+  s->name = "libstabledif";
+  s->submit = sd_submit;
+  s->wait_below = sd_wait_below;
+  pthread_mutex_init (&s->lock, NULL);
+  pthread_cond_init (&s->cond, NULL);
+  if (h == NULL || p == -1 ||
+      stabledif_set_policy (h, (enum stabledif_policy) p) == -1 ||
+      stabledif_connect_uri (h, uri) == -1) {
+    fprintf (stderr, PROG ": %s: %s\n", uri, stabledif_get_error ());
+    stabledif_close (h);
+    return -1;
+  }
+  s->h = h;
+  return 0;
+}
+
+static int
+connect_nbd (struct side *s, const char *uri)
+{
+  struct nbd_handle *h = nbd_create ();
+
+  s->name = "libnbd";
+  s->submit = nbd_submit;
+  s->wait_below = nbd_wait_below;
+  if (h == NULL || nbd_connect_uri (h, uri) == -1) {
+    fprintf (stderr, PROG ": %s: %s\n", uri, nbd_get_error ());
+    if (h)
+      nbd_close (h);
+    return -1;
+  }
+  s->h = h;
+  return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  size_t sizes[2] = { 4096, 128 * 1024 }, nsizes = 2, maxsize;
+  struct options o;
+  struct side sd = { 0 }, nb = { 0 };
+  uint8_t *wbufs = NULL, *rbufs = NULL;
+  bool missed = false;
+  size_t i, k;
+  int64_t sd_size, nb_size;
+  int status = 1;
+
+  if (parse_options (argc, argv, &o) == -1)
+    return 2;
+  if (connect_sd (&sd, argv[optind], o.policy) == -1 ||
+      connect_nbd (&nb, argv[optind + 1]) == -1)
+    goto out;
+  sd_size = stabledif_get_size (sd.h);
+  nb_size = nbd_get_size (nb.h);
+  if (sd_size < (int64_t) o.span || nb_size < (int64_t) o.span) {
+    fprintf (stderr, PROG ": both devices need at least --span %" PRIu64
+             " bytes (they have %" PRIi64 " and %" PRIi64 ")\n", o.span,
+             sd_size, nb_size);
+    goto out;
+  }
+
+  if (o.size) {
+    sizes[0] = o.size;
+    nsizes = 1;
+  }
+  maxsize = sizes[nsizes - 1];
+  wbufs = malloc (o.depth * maxsize);
+  rbufs = malloc (o.depth * maxsize);
+  if (wbufs == NULL || rbufs == NULL) {
+    perror (PROG ": malloc");
+    goto out;
+  }
+  /* Data that is not all ones or zeros: every guard is computed. */
+  {
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (i = 0; i < o.depth * maxsize; i++) {
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      wbufs[i] = (uint8_t) x;
+    }
+  }
+
+  printf (PROG ": %s (policy %s, profile: %s)\n  against %s\n",
+          argv[optind], o.policy, stabledif_get_profile (sd.h),
+          argv[optind + 1]);
+  printf ("queue depth %u, span %" PRIu64 " MiB, best of %u rounds of %.0f "
+          "ms, the two sides alternately\n\n", o.depth, o.span >> 20,
+          o.rounds, o.round_secs * 1000);
+  printf ("%-16s %14s %14s %8s %8s\n", "", "libstabledif", "baseline",
+          "ratio", "target");
+
+  for (k = 0; k < nsizes; k++) {
+    double best[2][2] = { { 0, 0 }, { 0, 0 } };  /* [write/read][sd/nb] */
+    unsigned r;
+    int w;
+
+    /* Fill the span once on both sides, so that reads verify real PI
+     * rather than skipping never-written (all-ones) blocks. */
+    if (run (&sd, &o, true, wbufs, sizes[k], 0) < 0 ||
+        run (&nb, &o, true, wbufs, sizes[k], 0) < 0)
+      goto out;
+    for (r = 0; r < o.rounds; r++)
+      for (w = 0; w < 2; w++) {
+        uint8_t *b = w == 0 ? wbufs : rbufs;
+        double a = 0, c = 0;
+        if (o.only != -1 && o.only != w)
+          continue;
+        if (o.side != 1)
+          a = run (&sd, &o, w == 0, b, sizes[k], o.round_secs);
+        if (o.side != 0)
+          c = run (&nb, &o, w == 0, b, sizes[k], o.round_secs);
+        if (a < 0 || c < 0)
+          goto out;
+        if (a > best[w][0]) best[w][0] = a;
+        if (c > best[w][1]) best[w][1] = c;
+      }
+    for (w = 0; w < 2; w++) {
+      if ((o.only != -1 && o.only != w) || o.side != -1) {
+        if (o.only == -1 || o.only == w)
+          printf ("%s %zu KiB: %.1f MB/s\n", w == 0 ? "write" : "read",
+                  sizes[k] / 1024, best[w][o.side == 1] / 1e6);
+        continue;
+      }
+      double ratio = best[w][0] / best[w][1];
+      char label[32];
+      snprintf (label, sizeof label, "%s %zu KiB", w == 0 ? "write" : "read",
+                sizes[k] / 1024);
+      printf ("%-16s %9.1f MB/s %9.1f MB/s %7.2fx %7.2fx%s\n", label,
+              best[w][0] / 1e6, best[w][1] / 1e6, ratio, TARGET,
+              ratio < TARGET ? "  MISSED" : "");
+      if (ratio < TARGET)
+        missed = true;
+    }
+  }
+  status = o.check && missed ? 1 : 0;
+
+ out:
+  free (wbufs);
+  free (rbufs);
+  if (sd.h)
+    stabledif_close (sd.h);
+  if (nb.h) {
+    nbd_shutdown (nb.h, 0);
+    nbd_close (nb.h);
+  }
+  return status;
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# bench/fio-data-view.sh: server throughput of stabledif's data view
+# (format T10-DIF-TYPE1-CRC: the device inserts PI on every write and
+# verifies it on every read) against nbdkit's memory plugin, with fio's
+# nbd engine, measured in the same run.
+#
+#   bench/fio-data-view.sh [BUILDDIR]
+#
+# Jobs: sequential 128 KiB writes and reads, random 4 KiB writes and
+# reads, queue depth 32, one connection each, RUNTIME seconds per job.
+# Both devices are written in full first, so reads verify real PI.
+# Each job runs ROUNDS times on both servers alternately; the best
+# bandwidth of each side is kept.  Target: stabledif >= 0.9x memory for
+# every job.  Exit status 1 if a target is missed.
+#
+# Environment: RUNTIME (seconds per job, default 5), ROUNDS (default 3),
+# SIZE (device size, default 256M), FORMAT (default T10-DIF-TYPE1-CRC),
+# NBDKIT, FIO.  Not part of "make check".
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+builddir=${1:-.}
+[ -e "$builddir/stabledif.so" ] || builddir=$here/..
+builddir=$(cd "$builddir" && pwd)
+plugin=$builddir/stabledif.so
+[ -e "$plugin" ] || { echo "$0: $plugin not found: build first" >&2; exit 2; }
+
+: "${NBDKIT:=nbdkit}"
+: "${FIO:=fio}"
+: "${RUNTIME:=5}"
+: "${ROUNDS:=3}"
+: "${SIZE:=256M}"
+: "${FORMAT:=T10-DIF-TYPE1-CRC}"
+command -v "$FIO" >/dev/null || { echo "$0: fio not found" >&2; exit 2; }
+"$FIO" --enghelp=nbd >/dev/null 2>&1 ||
+  { echo "$0: this fio has no nbd engine" >&2; exit 2; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/fio-data-view.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# The measuring part, run with both servers up: $SD_URI and $MEM_URI.
+cat > "$tmp/measure.sh" <<'EOF'
+set -euo pipefail
+# fio_bw URI RW BS [extra fio args...] -> bandwidth in bytes/s
+fio_bw () {
+  local uri=$1 rw=$2 bs=$3; shift 3
+  "$FIO" --name=job --ioengine=nbd --uri="$uri" --rw="$rw" --bs="$bs" \
+    --iodepth=32 --size="$SIZE" --output-format=json "$@" \
+    --output="$TMP/fio.json" >/dev/null
+  python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+print(int((j["read"]["bw_bytes"] + j["write"]["bw_bytes"])))' "$TMP/fio.json"
+}
+
+echo "filling both devices ($SIZE each) ..."
+fio_bw "$SD_URI" write 1M >/dev/null
+fio_bw "$MEM_URI" write 1M >/dev/null
+
+jobs="write:128k read:128k randwrite:4k randread:4k"
+declare -A best_sd best_mem
+for j in $jobs; do best_sd[$j]=0; best_mem[$j]=0; done
+for r in $(seq 1 "$ROUNDS"); do
+  for j in $jobs; do
+    rw=${j%%:*} bs=${j#*:}
+    a=$(fio_bw "$SD_URI" "$rw" "$bs" --runtime="$RUNTIME" --time_based)
+    b=$(fio_bw "$MEM_URI" "$rw" "$bs" --runtime="$RUNTIME" --time_based)
+    [ "$a" -gt "${best_sd[$j]}" ] && best_sd[$j]=$a
+    [ "$b" -gt "${best_mem[$j]}" ] && best_mem[$j]=$b
+    awk -v r="$r" -v j="$j" -v a="$a" -v b="$b" 'BEGIN {
+      printf "  round %d %-14s stabledif %9.1f MB/s  memory %9.1f MB/s\n",
+        r, j, a / 1e6, b / 1e6 }'
+  done
+done
+
+echo
+echo "stabledif data view ($FORMAT) vs nbdkit memory plugin, fio nbd engine,"
+echo "iodepth 32, best of $ROUNDS rounds of ${RUNTIME}s:"
+printf '%-16s %14s %14s %8s %8s\n' job stabledif memory ratio target
+missed=0
+for j in $jobs; do
+  awk -v j="$j" -v a="${best_sd[$j]}" -v b="${best_mem[$j]}" 'BEGIN {
+    ratio = b > 0 ? a / b : 0
+    printf "%-16s %9.1f MB/s %9.1f MB/s %7.2fx %7.2fx%s\n", j, a / 1e6,
+      b / 1e6, ratio, 0.9, ratio < 0.9 ? "  MISSED" : ""
+    exit ratio < 0.9 }' || missed=1
+done
+exit $missed
+EOF
+
+export FIO SIZE RUNTIME ROUNDS FORMAT NBDKIT TMP=$tmp PLUGIN=$plugin
+# Nested --run: each server stops when the command inside it ends.
+timeout 3600 "$NBDKIT" -U - memory size="$SIZE" --run '
+  export MEM_URI="$uri"
+  timeout 3600 "$NBDKIT" -U - "$PLUGIN" size="$SIZE" format="$FORMAT" \
+    ctl=none --run "SD_URI=\"\$uri\" bash \"\$TMP/measure.sh\""
+'

@@ -1,0 +1,104 @@
+/* libstabledif: the extended-block layout of the dif view.
+ *
+ * Submit side: PI is generated over the caller's data (optionally while
+ * copying it, for snapshots and forensics).  Copy-out side: data and
+ * tuples are joined into extended blocks, and the guard of what is
+ * actually copied is recomputed in the same pass, so a buffer that
+ * changed after its checksum is caught by the client too.  Read side:
+ * verify, then split.  Buffers may start at any address.
+ */
+#include <config.h>
+
+#include <string.h>
+
+#include "libstabledif-internal.h"
+
+uint64_t
+layout_chunk_bytes (uint64_t max_request, uint32_t ext_size)
+{
+  uint64_t n;
+
+  if (max_request == 0 || max_request > LAYOUT_MAX_REQUEST)
+    max_request = LAYOUT_MAX_REQUEST;
+  n = max_request / ext_size;
+  if (n == 0)
+    n = 1;
+  return n * ext_size;
+}
+
+void
+layout_generate (const struct pi_params *p, const uint8_t *src,
+                 uint8_t *copy, uint8_t *tuples,
+                 uint64_t nblocks, uint64_t lba)
+{
+  const struct pi_format *f = p->format;
+  const uint32_t iv = p->interval;
+  const unsigned ts = f->tuple_size;
+  uint64_t i;
+
+  if (f->guard == PI_GUARD_NONE) {
+    if (copy)
+      memcpy (copy, src, nblocks * iv);
+    return;
+  }
+
+  for (i = 0; i < nblocks; ++i) {
+    const uint8_t *d = src + i * iv;
+    struct pi_tuple t;
+
+    if (copy)
+      t.guard = pi_guard_copy (f, copy + i * iv, d, iv);
+    else
+      t.guard = pi_guard_compute (f, d, iv);
+    t.app = p->app_tag;
+    t.ref = pi_ref_for_lba (f, lba + i);
+    pi_tuple_encode (f, &t, tuples + i * ts);
+  }
+}
+
+uint64_t
+layout_join (const struct pi_params *p, const uint8_t *src,
+             const uint8_t *tuples, uint8_t *ext, uint64_t nblocks,
+             layout_mismatch_fn fn, void *opaque)
+{
+  const struct pi_format *f = p->format;
+  const uint32_t iv = p->interval;
+  const unsigned ts = f->tuple_size;
+  const uint32_t es = iv + ts;
+  uint64_t i, n = 0;
+
+  if (f->guard == PI_GUARD_NONE) {
+    memcpy (ext, src, nblocks * iv);
+    return 0;
+  }
+
+  for (i = 0; i < nblocks; ++i) {
+    uint8_t *e = ext + i * es;
+    const uint8_t *tp = tuples + i * ts;
+    struct pi_tuple t;
+    uint64_t sent;
+
+    /* The guard of exactly the bytes that go on the wire. */
+    sent = pi_guard_copy (f, e, src + i * iv, iv);
+    memcpy (e + iv, tp, ts);
+    pi_tuple_decode (f, tp, &t);
+    if (sent != t.guard) {
+      n++;
+      if (fn)
+        fn (opaque, i, t.guard, sent);
+    }
+  }
+  return n;
+}
+
+uint64_t
+layout_split (const struct pi_params *p, const uint8_t *ext,
+              uint8_t *data, uint8_t *pi, uint64_t nblocks, uint64_t lba,
+              struct pi_verify_stats *stats, pi_error_fn fn, void *opaque)
+{
+  uint64_t failed;
+
+  failed = pi_verify_ext (p, ext, nblocks, lba, stats, fn, opaque);
+  pi_split_ext (p, ext, data, pi, nblocks);
+  return failed;
+}

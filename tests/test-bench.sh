@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# stabledif: stabledif-bench against the real plugin.
+#
+# Self-served (no URI: its own nbdkit, plugin found in the build tree)
+# and with a URI from nbdkit --run and --ctl: the dbench-shaped table has
+# its rows and columns for every policy; --json parses and has every
+# policy; policy none with a wide race window lets corruption through to
+# the device, which rejects it (device and client counters agree with
+# the device's own totals), while wait, wait-sent, snapshot and auto
+# see none; auto is wait on a T10 device and none (never waits) on a
+# format=none device; --svg writes well-formed XML; bad options exit 2
+# with a message naming the option; a device that cannot be served or
+# reached exits 1; SIGINT stops early with a partial report (exit 130)
+# and leaves no nbdkit or temporary directory behind.
+. "${srcdir:-$(dirname "$0")}/functions.sh"
+requires python3
+: "${top_builddir:?top_builddir must be set}"
+BENCH="$top_builddir/client/stabledif-bench"
+CTLBIN="$top_builddir/client/stabledif-ctl"
+[ -x "$BENCH" ] || fail "$BENCH not built"
+export BENCH CTLBIN tmpdir
+
+# Bounded: every run of the bench is cut off.
+bench () { timeout 120 "$BENCH" --no-progress "$@"; }
+out=$tmpdir/out
+err=$tmpdir/err
+# expect_rc WANT ARGS...: the bench with ARGS exits with WANT.
+expect_rc () {
+  local want=$1 r=0; shift
+  bench "$@" > "$out" 2> "$err" || r=$?
+  [ "$r" = "$want" ] || { cat "$out" "$err"; fail "$*: exit $r, wanted $want"; }
+}
+# json FILE EXPR: python EXPR holds, with j = the JSON in FILE and
+# run(NAME) = its run of policy NAME.
+json () {
+  python3 - "$1" "$2" <<'EOF' || { cat "$1"; fail "json $1: $2"; }
+import json, sys
+j = json.load(open(sys.argv[1]))
+def run(name):
+    return [r for r in j["runs"] if r["policy"] == name][0]
+sys.exit(0 if eval(sys.argv[2]) else 1)
+EOF
+}
+
+# ---- usage ----
+"$BENCH" --help | grep -q '^Usage: stabledif-bench' || fail --help
+"$BENCH" --version | grep -qE '^stabledif-bench [0-9]+\.[0-9]+' || fail --version
+bad () {
+  local pattern=$1; shift
+  expect_rc 2 "$@"
+  grep -qE -- "$pattern" "$err" || { cat "$err"; fail "$*: message"; }
+  [ ! -s "$out" ] || fail "$*: printed a report"
+}
+bad '--threads 0: out of range' --threads 0
+bad 'unknown policy "fast"' --policy fast
+bad '--duration: "soon" is not a number' --duration soon
+bad '--duration 100000: out of range' --duration 100000
+bad '--page-size 1000: must be a power of two' --page-size 1000
+bad '--working-set 6000: must be a non-zero multiple' --working-set 6000
+bad 'unknown option --frobnicate' --frobnicate
+bad 'option -t needs an argument' -t
+bad 'only one URI' nbd://a nbd://b
+bad '--ctl names the control socket of the device at URI' --ctl /x.sock
+bad 'cannot be used with a URI' --format none nbd://localhost
+echo "ok: usage errors"
+
+# ---- self-served: text table and SVG ----
+# No --plugin and no $STABLEDIF_PLUGIN: the build tree's stabledif.so.
+# A wide race window (5 ms between checksum and copy-out) makes sure the
+# writers catch pages in it under policy none.
+unset STABLEDIF_PLUGIN
+TMPDIR=$tmpdir expect_rc 0 --duration 1 --race-delay-us 5000 \
+  --working-set 1M --svg "$tmpdir/plot.svg"
+used=$(sed -n 's/^stabledif-bench: our own nbdkit with plugin //p' "$out")
+[ -n "$used" ] && [ "$used" -ef "$top_builddir/stabledif.so" ] ||
+  { cat "$out"; fail "self-served: not the build tree's plugin: $used"; }
+grep -qxF 'device: stabledif/1 view=dif format=T10-DIF-TYPE1-CRC interval=512 tuple=8 stable_writes=1' "$out" ||
+  { cat "$out"; fail "self-served: device line"; }
+for p in 'auto (in effect: wait)' wait wait-sent snapshot 'none (unsafe flag set: the device checks PI)'; do
+  grep -qxF "policy $p" "$out" || { cat "$out"; fail "no table for policy $p"; }
+done
+# Five tables, each with the header and the three rows.
+[ "$(grep -c '^ Operation       Count    AvgLat    P99Lat    MaxLat$' "$out")" = 5 ] ||
+  { cat "$out"; fail "table headers"; }
+for row in Write Writeback Flush; do
+  [ "$(grep -cE "^ $row +[0-9]+ +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$" "$out")" = 5 ] ||
+    { cat "$out"; fail "rows $row"; }
+done
+[ "$(grep -cE '^Throughput [0-9.]+ MB/sec  4 writers  max_latency=[0-9.]+ ms' "$out")" = 5 ] ||
+  { cat "$out"; fail "throughput lines"; }
+# The device's verdict per policy, in the order run: only none rejected.
+grep '^Corruption seen by the device:' "$out" > "$tmpdir/dev"
+[ "$(sed -n '1,4p' "$tmpdir/dev" | grep -c ': 0 writes rejected (guard 0, app 0, ref 0 errors)$')" = 4 ] ||
+  { cat "$out"; fail "safe policies: device corruption"; }
+sed -n 5p "$tmpdir/dev" | grep -qE ': [1-9][0-9]* writes rejected \(guard [1-9]' ||
+  { cat "$out"; fail "none: no device corruption"; }
+grep -q '^  first failure: page write: stabledif_aio_pwrite: write rejected by device (EIO) at LBA [0-9]*: guard check' "$out" ||
+  { cat "$out"; fail "none: first failure"; }
+grep -q '^Summary (latencies in ms)' "$out" || fail "summary"
+grep -qE '^ none +none +.* [1-9][0-9]* +[1-9][0-9]*$' "$out" ||
+  { cat "$out"; fail "summary: none row"; }
+# The SVG: well-formed, one curve per policy in each of three panels.
+python3 - "$tmpdir/plot.svg" <<'EOF' || fail "SVG"
+import sys, xml.dom.minidom
+d = xml.dom.minidom.parse(sys.argv[1])
+svg = d.documentElement
+assert svg.tagName == "svg", svg.tagName
+assert len(svg.getElementsByTagName("polyline")) == 15
+text = " ".join(t.firstChild.data for t in svg.getElementsByTagName("text")
+                if t.firstChild)
+for w in ("Write", "Writeback", "Flush", "auto (wait)", "wait-sent",
+          "snapshot", "none"):
+    assert w in text, w
+EOF
+# Nothing left behind: nbdkit stopped, its directory removed.
+! ls -d "$tmpdir"/stabledif-bench.* 2>/dev/null || fail "temporary directory left"
+echo "ok: self-served table and SVG"
+
+# ---- URI from nbdkit --run, --ctl, --json ----
+cat > "$tmpdir/uri.sh" <<'EOF'
+set -eu
+timeout 120 "$BENCH" --no-progress --json --duration 1 --race-delay-us 5000 \
+  --working-set 1M -t 2 --ctl "$CTL" "$1" > "$tmpdir/run.json"
+"$CTLBIN" -s "$CTL" --json counters > "$tmpdir/counters.json"
+EOF
+CTL=$tmpdir/ctl.sock
+export CTL
+SERVE_LOG=$tmpdir/nbdkit.log serve size=4M ctl="$CTL" -- bash "$tmpdir/uri.sh" '"$uri"' ||
+  fail "bench with a URI"
+j=$tmpdir/run.json
+json $j '[r["policy"] for r in j["runs"]] == ["auto", "wait", "wait-sent", "snapshot", "none"]'
+json $j 'j["self_served"] is False and j["ctl"] == "'"$CTL"'"'
+json $j 'j["device"]["format"] == "T10-DIF-TYPE1-CRC" and j["device"]["stable_writes"]'
+json $j 'j["config"]["threads"] == 2 and j["config"]["race_delay_us"] == 5000'
+json $j 'run("auto")["effective"] == "wait" and run("none")["unsafe"]'
+json $j 'all(r["operations"][op]["count"] > 0 for r in j["runs"] for op in ("write", "writeback", "flush"))'
+json $j 'all(r["operations"]["write"]["max_ms"] >= r["operations"]["write"]["p99_ms"] >= 0 for r in j["runs"])'
+json $j 'all(r["throughput_mb_s"] > 0 for r in j["runs"])'
+# Safe policies: nothing rejected, nothing changed under the checksum.
+for p in auto wait wait-sent snapshot; do
+  json $j 'run("'$p'")["corruption"] == {"device": 0, "client": 0}'
+  json $j 'run("'$p'")["client"]["rejected_writes"] == 0 and run("'$p'")["device"]["guard_errors"] == 0'
+done
+json $j 'run("snapshot")["client"]["snapshots"] > 0 and run("snapshot")["client"]["waits"] == 0'
+json $j 'run("wait")["client"]["waits"] > 0'
+# none: the device rejected writes, the client saw why.
+json $j 'run("none")["corruption"]["device"] > 0 and run("none")["corruption"]["client"] > 0'
+json $j 'run("none")["device"]["writes_rejected"] == run("none")["client"]["rejected_writes"]'
+json $j 'run("none")["device"]["guard_errors"] >= run("none")["device"]["writes_rejected"]'
+# The per-run counters add up to the device's own totals.
+python3 - "$j" "$tmpdir/counters.json" <<'EOF' || fail "device totals"
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+c = json.load(open(sys.argv[2]))["counters"]
+rej = sum(r["device"]["writes_rejected"] for r in runs)
+guard = sum(r["device"]["guard_errors"] for r in runs)
+assert c["writes_rejected"] == rej, (c["writes_rejected"], rej)
+assert c["write_errors"]["guard"] == guard, (c["write_errors"], guard)
+EOF
+echo "ok: URI, --ctl, --json"
+
+# ---- a device without stable pages ----
+cat > "$tmpdir/none.sh" <<'EOF'
+set -eu
+timeout 120 "$BENCH" --no-progress --json --duration 0.5 --working-set 1M \
+  -p auto,none "$1" > "$tmpdir/none.json"
+EOF
+serve size=4M format=none ctl=none -- bash "$tmpdir/none.sh" '"$uri"' ||
+  fail "bench on format=none"
+j=$tmpdir/none.json
+json $j 'not j["device"]["stable_writes"] and j["device"]["format"] == "none"'
+json $j 'run("auto")["effective"] == "none" and run("auto")["client"]["waits"] == 0'
+json $j 'not run("none")["unsafe"]'
+json $j 'all(r["device"] is None and r["corruption"]["device"] is None for r in j["runs"])'
+json $j 'all(r["client"]["write_errors"] == 0 for r in j["runs"])'
+echo "ok: format=none"
+
+# ---- devices that cannot be used ----
+expect_rc 1 --duration 0.2 --plugin "$tmpdir/no-such-plugin.so"
+grep -q 'nbdkit with plugin .*no-such-plugin.so failed to start' "$err" ||
+  { cat "$err"; fail "bad plugin: message"; }
+expect_rc 1 --duration 0.2 "nbd+unix:///dif?socket=$tmpdir/no-such.sock"
+grep -q 'policy auto: stabledif_connect_uri: .*no-such.sock' "$err" ||
+  { cat "$err"; fail "no server: message"; }
+expect_rc 1 --duration 0.2 --plugin "$PLUGIN" --interval 4096 --page-size 2048
+grep -q 'page-size 2048 is not a multiple of the device.s protection interval 4096' "$err" ||
+  { cat "$err"; fail "page size vs interval: message"; }
+echo "ok: unusable devices"
+
+# ---- SIGINT: partial report, everything cleaned up ----
+mkdir "$tmpdir/t"
+TMPDIR=$tmpdir/t timeout 60 "$BENCH" --no-progress --plugin "$PLUGIN" \
+  --duration 30 --working-set 1M -p snapshot,wait > "$out" 2> "$err" &
+pid=$!
+for i in $(seq 100); do
+  ls "$tmpdir"/t/stabledif-bench.*/nbdkit.pid >/dev/null 2>&1 && break
+  sleep 0.1
+done
+sleep 1
+kill -INT $pid
+r=0; wait $pid || r=$?
+[ "$r" = 130 ] || { cat "$out" "$err"; fail "SIGINT: exit $r, wanted 130"; }
+grep -qxF 'policy snapshot  [interrupted]' "$out" || { cat "$out"; fail "SIGINT: report"; }
+grep -qF '(interrupted: 1 of 2 policies ran)' "$out" || { cat "$out"; fail "SIGINT: note"; }
+[ -z "$(ls -A "$tmpdir/t")" ] || fail "SIGINT: left $(ls -A "$tmpdir/t")"
+! ps -eo args | grep -F "$tmpdir/t/" | grep -v grep || fail "SIGINT: nbdkit left running"
+echo "ok: SIGINT"

@@ -1,0 +1,180 @@
+/* stabledif: how libstabledif reports failures it cannot blame on a
+ * changed buffer: the device failing writes or reads by itself (nbdkit's
+ * error filter in front of the plugin), and the connection dying.
+ *
+ *   test-client-failures URI eio-write
+ *   test-client-failures URI eio-read
+ *   test-client-failures URI lost PIDFILE
+ *
+ * lost: the program kills the server (its pid is in PIDFILE) while
+ * requests are in flight; they must fail, later calls must fail with
+ * ENOTCONN, and nothing may hang.
+ */
+#include <config.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "test-client-util.h"
+
+static struct stabledif_handle *h;
+static uint32_t iv;
+
+struct done {
+  atomic_bool ran;
+  int error;
+  char msg[1024];
+};
+
+static void
+on_done (void *user_data, int error)
+{
+  struct done *d = user_data;
+  const char *m = stabledif_get_error ();
+
+  d->error = error;
+  snprintf (d->msg, sizeof d->msg, "%s", error && m ? m : "");
+  atomic_store (&d->ran, true);
+}
+
+static int reports, report_blocks;
+static bool report_rejected;
+
+static void
+on_forensics (void *user_data, const struct stabledif_forensics_report *r)
+{
+  reports++;
+  report_blocks = (int) r->nblocks;
+  report_rejected = r->rejected;
+}
+
+static void
+eio_write (void)
+{
+  uint8_t *b = xmalloc (4 * iv);
+  struct stabledif_stats st;
+  struct done d = { .ran = false };
+
+  fill_pattern (b, 4 * iv, 1);
+  OK (stabledif_set_forensics (h, true));
+  OK (stabledif_set_forensics_callback (h, on_forensics, NULL));
+  FAILS (stabledif_pwrite (h, b, 4 * iv, 8 * iv, 0), EIO,
+         "stabledif_pwrite: write rejected by device (EIO), LBA 8-11: the "
+         "data sent matched the guards computed at submit, so the client "
+         "cannot name the failing block");
+  CHECK (reports == 1 && report_rejected && report_blocks == 0,
+         "forensics: %d reports, rejected %d, %d blocks", reports,
+         report_rejected, report_blocks);
+
+  /* Asynchronous, with and without a callback. */
+  OK (stabledif_aio_pwrite (h, b, iv, 0, 0, on_done, &d));
+  OK (stabledif_wait_all (h));
+  CHECK (d.ran && d.error == EIO, "callback error %d", d.error);
+  CHECK (strstr (d.msg, "stabledif_aio_pwrite: write rejected by device "
+                 "(EIO), LBA 0-0") != NULL, "callback message: %s", d.msg);
+  OK (stabledif_aio_pwrite (h, b, iv, iv, 0, NULL, NULL));
+  OK (stabledif_aio_pwrite (h, b, iv, 2 * iv, 0, NULL, NULL));
+  /* The first failure to complete is reported, once. */
+  FAILS (stabledif_wait_all (h), EIO, "stabledif_aio_pwrite: write rejected "
+         "by device (EIO), LBA ");
+  CHECK (strstr (stabledif_get_error (), "LBA 1-1") ||
+         strstr (stabledif_get_error (), "LBA 2-2"), "wrong request");
+  OK (stabledif_wait_all (h));
+
+  OK (stabledif_get_stats (h, &st));
+  CHECK (st.writes == 4 && st.write_errors == 4 && st.rejected_writes == 4,
+         "stats: %" PRIu64 " writes, %" PRIu64 " errors, %" PRIu64
+         " rejected", st.writes, st.write_errors, st.rejected_writes);
+  CHECK (st.mismatches == 0, "mismatches %" PRIu64, st.mismatches);
+  free (b);
+}
+
+static void
+eio_read (void)
+{
+  uint8_t *b = xmalloc (2 * iv);
+  struct stabledif_stats st;
+
+  FAILS (stabledif_pread (h, b, 2 * iv, 4 * iv, NULL, 0), EIO,
+         "stabledif_pread: the device failed the read of data offset");
+  FAILS (stabledif_pread (h, b, 2 * iv, 4 * iv, NULL, 0), EIO,
+         "(LBA 4-5): Input/output error");
+  OK (stabledif_get_stats (h, &st));
+  CHECK (st.reads == 2 && st.read_errors == 2 && st.read_pi_errors == 0,
+         "stats: %" PRIu64 " reads, %" PRIu64 " errors", st.reads,
+         st.read_errors);
+  free (b);
+}
+
+static void
+lost (const char *pidfile)
+{
+  uint8_t *b = xmalloc (4 * iv);
+  struct done d[3] = { { .ran = false }, { .ran = false }, { .ran = false } };
+  FILE *fp;
+  long pid;
+  int i;
+
+  fill_pattern (b, 4 * iv, 2);
+  OK (stabledif_pwrite (h, b, iv, 0, 0));       /* the connection works */
+
+  /* Requests in flight (held back by the race delay) when it dies. */
+  OK (stabledif_set_race_delay_us (h, 200000));
+  OK (stabledif_aio_pwrite (h, b, iv, iv, 0, on_done, &d[0]));
+  OK (stabledif_aio_pread (h, b + iv, iv, 0, NULL, 0, on_done, &d[1]));
+  OK (stabledif_aio_flush (h, 0, on_done, &d[2]));
+
+  fp = fopen (pidfile, "r");
+  CHECK (fp && fscanf (fp, "%ld", &pid) == 1, "reading %s", pidfile);
+  fclose (fp);
+  CHECK (kill ((pid_t) pid, SIGKILL) == 0, "kill %ld", pid);
+
+  OK (stabledif_wait_all (h));
+  for (i = 0; i < 3; ++i)
+    CHECK (d[i].ran && d[i].error != 0, "request %d: error %d", i,
+           d[i].error);
+  printf ("in flight at the loss: %s\n", d[0].msg);
+
+  /* From now on, every request fails at once. */
+  FAILS (stabledif_pwrite (h, b, iv, 0, 0), ENOTCONN,
+         "stabledif_pwrite: connection to the device lost");
+  FAILS (stabledif_aio_pread (h, b, iv, 0, NULL, 0, NULL, NULL), ENOTCONN,
+         "connection to the device lost");
+  FAILS (stabledif_flush (h, 0), ENOTCONN, "lost");
+  /* Waiting for stable pages does not hang either. */
+  OK (stabledif_wait_stable (h, b, 4 * iv));
+  CHECK (stabledif_get_in_flight (h) == 0, "requests left in flight");
+  free (b);
+}
+
+int
+main (int argc, char *argv[])
+{
+  progname = "test-client-failures";
+  if (argc < 3) {
+    fprintf (stderr, "usage: %s URI eio-write|eio-read|lost [PIDFILE]\n",
+             progname);
+    exit (EXIT_FAILURE);
+  }
+  h = stabledif_create ();
+  CHECK (h != NULL, "create");
+  OK (stabledif_connect_uri (h, argv[1]));
+  iv = (uint32_t) stabledif_get_interval (h);
+
+  if (strcmp (argv[2], "eio-write") == 0)
+    eio_write ();
+  else if (strcmp (argv[2], "eio-read") == 0)
+    eio_read ();
+  else if (strcmp (argv[2], "lost") == 0 && argc == 4)
+    lost (argv[3]);
+  else
+    CHECK (false, "unknown mode %s", argv[2]);
+
+  stabledif_close (h);
+  printf ("%s: %s: ok\n", progname, argv[2]);
+  return EXIT_SUCCESS;
+}

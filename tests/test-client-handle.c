@@ -1,0 +1,206 @@
+/* stabledif: unit tests for libstabledif handles without a server: the
+ * settings and their defaults, what needs a connection, argument
+ * checking, connect failures, and that errors are per thread.  Uses only
+ * the public API (links the shared library).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "stabledif.h"
+
+/* The calling thread's error must be ERRNUM and mention WHAT. */
+static void
+expect_error (int errnum, const char *what)
+{
+  const char *msg = stabledif_get_error ();
+
+  ck_assert_int_eq (stabledif_get_errno (), errnum);
+  ck_assert_ptr_nonnull (msg);
+  ck_assert_msg (strstr (msg, what) != NULL,
+                 "error \"%s\" does not mention \"%s\"", msg, what);
+}
+
+START_TEST (test_defaults)
+{
+  struct stabledif_handle *h = stabledif_create ();
+
+  ck_assert_ptr_nonnull (h);
+  ck_assert_int_eq (stabledif_get_policy (h), STABLEDIF_POLICY_AUTO);
+  ck_assert_int_eq (stabledif_get_unsafe (h), 0);
+  ck_assert_int_eq (stabledif_get_race_delay_us (h), 0);
+  ck_assert_int_eq (stabledif_get_forensics (h), 0);
+  stabledif_close (h);
+  stabledif_close (NULL);       /* allowed, like free */
+}
+END_TEST
+
+START_TEST (test_settings)
+{
+  struct stabledif_handle *h = stabledif_create ();
+  int p;
+
+  for (p = STABLEDIF_POLICY_AUTO; p <= STABLEDIF_POLICY_NONE; ++p) {
+    ck_assert_int_eq (stabledif_set_policy (h, p), 0);
+    ck_assert_int_eq (stabledif_get_policy (h), p);
+  }
+  /* Before connect, none is accepted: the device is not known yet. */
+  ck_assert_int_eq (stabledif_get_policy (h), STABLEDIF_POLICY_NONE);
+  ck_assert_int_eq (stabledif_set_policy (h, 42), -1);
+  expect_error (EINVAL, "stabledif_set_policy");
+  ck_assert_int_eq (stabledif_get_policy (h), STABLEDIF_POLICY_NONE);
+
+  ck_assert_int_eq (stabledif_set_unsafe (h, true), 0);
+  ck_assert_int_eq (stabledif_get_unsafe (h), 1);
+  ck_assert_int_eq (stabledif_set_race_delay_us (h, 250000), 0);
+  ck_assert_int_eq (stabledif_get_race_delay_us (h), 250000);
+  ck_assert_int_eq (stabledif_set_forensics (h, true), 0);
+  ck_assert_int_eq (stabledif_get_forensics (h), 1);
+  ck_assert_int_eq (stabledif_set_forensics_callback (h, NULL, NULL), 0);
+  stabledif_close (h);
+}
+END_TEST
+
+START_TEST (test_needs_connection)
+{
+  struct stabledif_handle *h = stabledif_create ();
+  struct stabledif_stats st;
+  char buf[512];
+
+  ck_assert_int_eq (stabledif_get_size (h), -1);
+  expect_error (ENOTCONN, "stabledif_get_size: not connected");
+  ck_assert_ptr_null (stabledif_get_format (h));
+  expect_error (ENOTCONN, "stabledif_get_format");
+  ck_assert_ptr_null (stabledif_get_profile (h));
+  ck_assert_int_eq (stabledif_get_interval (h), -1);
+  ck_assert_int_eq (stabledif_get_type (h), -1);
+  ck_assert_int_eq (stabledif_get_guard_bits (h), -1);
+  ck_assert_int_eq (stabledif_get_tuple_size (h), -1);
+  ck_assert_int_eq (stabledif_get_stable_writes (h), -1);
+  ck_assert_int_eq (stabledif_get_effective_policy (h), -1);
+  expect_error (ENOTCONN, "stabledif_get_effective_policy");
+  ck_assert_int_eq (stabledif_pwrite (h, buf, 512, 0, 0), -1);
+  expect_error (ENOTCONN, "stabledif_pwrite");
+  ck_assert_int_eq (stabledif_pread (h, buf, 512, 0, NULL, 0), -1);
+  expect_error (ENOTCONN, "stabledif_pread");
+  ck_assert_int_eq (stabledif_aio_pwrite (h, buf, 512, 0, 0, NULL, NULL), -1);
+  ck_assert_int_eq (stabledif_aio_pread (h, buf, 512, 0, NULL, 0, NULL,
+                                         NULL), -1);
+  ck_assert_int_eq (stabledif_flush (h, 0), -1);
+  ck_assert_int_eq (stabledif_aio_flush (h, 0, NULL, NULL), -1);
+  ck_assert_int_eq (stabledif_wait_all (h), -1);
+  ck_assert_int_eq (stabledif_get_in_flight (h), -1);
+  ck_assert_int_eq (stabledif_wait_stable (h, buf, sizeof buf), -1);
+  expect_error (ENOTCONN, "stabledif_wait_stable");
+  /* Counters need no connection. */
+  ck_assert_int_eq (stabledif_get_stats (h, &st), 0);
+  ck_assert_uint_eq (st.writes + st.reads + st.waits + st.wait_calls, 0);
+  ck_assert_int_eq (stabledif_reset_stats (h), 0);
+  stabledif_close (h);
+}
+END_TEST
+
+START_TEST (test_null_handle)
+{
+  struct stabledif_stats st;
+
+  ck_assert_int_eq (stabledif_set_policy (NULL, STABLEDIF_POLICY_WAIT), -1);
+  expect_error (EINVAL, "handle is NULL");
+  ck_assert_int_eq (stabledif_get_policy (NULL), -1);
+  ck_assert_int_eq (stabledif_set_unsafe (NULL, true), -1);
+  ck_assert_int_eq (stabledif_set_race_delay_us (NULL, 1), -1);
+  ck_assert_int_eq (stabledif_set_forensics (NULL, true), -1);
+  ck_assert_int_eq (stabledif_get_stats (NULL, &st), -1);
+  ck_assert_int_eq (stabledif_connect_uri (NULL, "nbd://x"), -1);
+  expect_error (EINVAL, "stabledif_connect_uri: handle is NULL");
+  ck_assert_int_eq (stabledif_pwrite (NULL, &st, 512, 0, 0), -1);
+  expect_error (EINVAL, "stabledif_pwrite: handle is NULL");
+}
+END_TEST
+
+START_TEST (test_connect_fails)
+{
+  struct stabledif_handle *h = stabledif_create ();
+  const char *uri = "nbd+unix:///dif?socket=/nonexistent/stabledif.sock";
+
+  ck_assert_int_eq (stabledif_connect_uri (h, NULL), -1);
+  expect_error (EINVAL, "uri is NULL");
+  ck_assert_int_eq (stabledif_connect_uri (h, uri), -1);
+  ck_assert_int_ne (stabledif_get_errno (), 0);
+  expect_error (stabledif_get_errno (), "stabledif_connect_uri: ");
+  expect_error (stabledif_get_errno (), uri);
+  /* A handle is good for one connect attempt, like libnbd's. */
+  ck_assert_int_eq (stabledif_connect_uri (h, uri), -1);
+  expect_error (EISCONN, "already connected");
+  ck_assert_int_eq (stabledif_get_size (h), -1);
+  stabledif_close (h);
+
+  h = stabledif_create ();
+  ck_assert_int_eq (stabledif_connect_uri (h, "not a uri"), -1);
+  ck_assert_int_ne (stabledif_get_errno (), 0);
+  stabledif_close (h);
+}
+END_TEST
+
+/* Errors are per thread: another thread's failure does not show here,
+ * and ours does not show there. */
+static void *
+other_thread (void *arg)
+{
+  const char **seen = arg;
+
+  seen[0] = stabledif_get_error ();         /* nothing yet */
+  stabledif_set_policy (NULL, STABLEDIF_POLICY_WAIT);
+  seen[1] = stabledif_get_error () ? "set" : NULL;
+  return NULL;
+}
+
+START_TEST (test_errors_per_thread)
+{
+  const char *seen[2] = { "unset", "unset" };
+  pthread_t t;
+
+  ck_assert_int_eq (stabledif_policy_from_name ("bogus"), -1);
+  expect_error (EINVAL, "\"bogus\"");
+  ck_assert_int_eq (pthread_create (&t, NULL, other_thread, seen), 0);
+  ck_assert_int_eq (pthread_join (t, NULL), 0);
+  ck_assert_ptr_null (seen[0]);
+  ck_assert_str_eq (seen[1], "set");
+  /* Ours is unchanged by the other thread's failure. */
+  expect_error (EINVAL, "\"bogus\"");
+}
+END_TEST
+
+static Suite *
+handle_suite (void)
+{
+  Suite *s = suite_create ("client-handle");
+  TCase *tc = tcase_create ("handle");
+
+  tcase_add_test (tc, test_defaults);
+  tcase_add_test (tc, test_settings);
+  tcase_add_test (tc, test_needs_connection);
+  tcase_add_test (tc, test_null_handle);
+  tcase_add_test (tc, test_connect_fails);
+  tcase_add_test (tc, test_errors_per_thread);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (handle_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_ENV);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

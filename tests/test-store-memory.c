@@ -1,0 +1,377 @@
+/* stabledif: unit tests for server/store-memory.c (the sparse store). */
+#include <config.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "pi.h"
+#include "store.h"
+
+/* Errors reported by the store: the last message and how many. */
+static char last_error[512];
+static int nr_errors;
+
+static void __attribute__ ((format (printf, 1, 2)))
+capture_error (const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (last_error, sizeof last_error, fmt, ap);
+  va_end (ap);
+  nr_errors++;
+}
+
+static struct store *
+open_store (uint64_t nblocks, uint32_t interval, const char *format)
+{
+  struct store_geometry g = {
+    .nblocks = nblocks,
+    .interval = interval,
+    .format = pi_format_lookup (format),
+  };
+  struct store *s;
+
+  ck_assert_ptr_nonnull (g.format);
+  s = store_memory_open (&g, capture_error);
+  ck_assert_msg (s != NULL, "open failed: %s", last_error);
+  return s;
+}
+
+/* Whether all LEN bytes at P are V. */
+static bool
+all_bytes (const uint8_t *p, size_t len, uint8_t v)
+{
+  size_t i;
+
+  for (i = 0; i < len; i++)
+    if (p[i] != v)
+      return false;
+  return true;
+}
+
+/* A recognisable pattern for block LBA: every byte depends on the LBA
+ * and the position. */
+static void
+pattern (uint8_t *data, uint8_t *pi, uint64_t lba, uint64_t n,
+         uint32_t interval, uint32_t tuple, uint8_t salt)
+{
+  uint64_t b;
+  uint32_t i;
+
+  for (b = 0; b < n; b++) {
+    for (i = 0; i < interval; i++)
+      data[b * interval + i] = (uint8_t) ((lba + b) * 7 + i + salt);
+    for (i = 0; pi && i < tuple; i++)
+      pi[b * tuple + i] = (uint8_t) ((lba + b) * 13 + i + salt);
+  }
+}
+
+/* Read N blocks at LBA and compare with the pattern. */
+static void
+expect_pattern (struct store *s, uint64_t lba, uint64_t n, uint8_t salt)
+{
+  const uint32_t iv = s->geom.interval, tu = s->tuple;
+  uint8_t *data = malloc (n * iv), *pi = malloc (n * tu + 1);
+  uint8_t *want = malloc (n * iv), *wantpi = malloc (n * tu + 1);
+
+  pattern (want, wantpi, lba, n, iv, tu, salt);
+  ck_assert_int_eq (s->ops->read (s, lba, n, data, pi), 0);
+  ck_assert_msg (memcmp (data, want, n * iv) == 0,
+                 "data of LBA %lu..+%lu differs", (unsigned long) lba,
+                 (unsigned long) n);
+  ck_assert_msg (memcmp (pi, wantpi, n * tu) == 0,
+                 "PI of LBA %lu..+%lu differs", (unsigned long) lba,
+                 (unsigned long) n);
+  free (data); free (pi); free (want); free (wantpi);
+}
+
+static void
+write_pattern (struct store *s, uint64_t lba, uint64_t n, uint8_t salt)
+{
+  const uint32_t iv = s->geom.interval, tu = s->tuple;
+  uint8_t *data = malloc (n * iv), *pi = malloc (n * tu + 1);
+
+  pattern (data, pi, lba, n, iv, tu, salt);
+  ck_assert_int_eq (s->ops->write (s, lba, n, data, pi, false), 0);
+  free (data);
+  free (pi);
+}
+
+/* Read N blocks at LBA: they must be zeros with all-ones PI. */
+static void
+expect_unwritten (struct store *s, uint64_t lba, uint64_t n)
+{
+  const uint32_t iv = s->geom.interval, tu = s->tuple;
+  uint8_t *data = malloc (n * iv), *pi = malloc (n * tu + 1);
+
+  memset (data, 0x5a, n * iv);
+  memset (pi, 0x5a, n * tu);
+  ck_assert_int_eq (s->ops->read (s, lba, n, data, pi), 0);
+  ck_assert_msg (all_bytes (data, n * iv, 0),
+                 "LBA %lu..+%lu: data not zero", (unsigned long) lba,
+                 (unsigned long) n);
+  ck_assert_msg (all_bytes (pi, n * tu, 0xff),
+                 "LBA %lu..+%lu: PI not all ones", (unsigned long) lba,
+                 (unsigned long) n);
+  free (data);
+  free (pi);
+}
+
+static void
+expect_extent (struct store *s, uint64_t lba, uint64_t n, bool allocated,
+               uint64_t run)
+{
+  bool a;
+  uint64_t r;
+
+  ck_assert_int_eq (s->ops->extent (s, lba, n, &a, &r), 0);
+  ck_assert_msg (a == allocated && r == run,
+                 "extent(%lu, %lu): got %s run %lu, want %s run %lu",
+                 (unsigned long) lba, (unsigned long) n,
+                 a ? "allocated" : "hole", (unsigned long) r,
+                 allocated ? "allocated" : "hole", (unsigned long) run);
+}
+
+START_TEST (fields)
+{
+  struct store *s = open_store (2048, 512, "T10-DIF-TYPE1-CRC");
+
+  ck_assert_str_eq (s->ops->name, "memory");
+  ck_assert_uint_eq (s->tuple, 8);
+  ck_assert_uint_eq (s->granule, 65536 / 512);
+  ck_assert (s->multi_conn);
+  ck_assert_int_eq (s->ops->flush (s), 0);
+  s->ops->close (s);
+
+  s = open_store (256, 4096, "EXT-DIF-TYPE1-CRC64");
+  ck_assert_uint_eq (s->tuple, 16);
+  ck_assert_uint_eq (s->granule, 65536 / 4096);
+  s->ops->close (s);
+}
+END_TEST
+
+START_TEST (unwritten_reads_zero_and_escape)
+{
+  struct store *s = open_store (4096, 512, "T10-DIF-TYPE3-CRC");
+
+  expect_unwritten (s, 0, 4096);
+  expect_extent (s, 0, 4096, false, 4096);
+  s->ops->close (s);
+}
+END_TEST
+
+START_TEST (write_read_across_chunks)
+{
+  /* 512-byte blocks: 128 per chunk; 100..300 spans three chunks. */
+  struct store *s = open_store (4096, 512, "T10-DIF-TYPE1-CRC");
+
+  write_pattern (s, 100, 200, 1);
+  expect_pattern (s, 100, 200, 1);
+  expect_unwritten (s, 0, 100);
+  expect_unwritten (s, 300, 4096 - 300);
+  /* Allocation is per chunk: 0..384 are allocated. */
+  expect_extent (s, 0, 4096, true, 384);
+  expect_extent (s, 100, 10, true, 10);
+  expect_extent (s, 384, 4096 - 384, false, 4096 - 384);
+  /* Overwrite part of it. */
+  write_pattern (s, 150, 10, 2);
+  expect_pattern (s, 150, 10, 2);
+  expect_pattern (s, 100, 50, 1);
+  expect_pattern (s, 160, 140, 1);
+  s->ops->close (s);
+}
+END_TEST
+
+START_TEST (zero_frees_and_clears)
+{
+  struct store *s = open_store (1024, 512, "T10-DIF-TYPE1-CRC");
+
+  write_pattern (s, 0, 384, 3);         /* chunks 0, 1, 2 */
+  /* Whole chunk 1 plus part of chunk 2. */
+  ck_assert_int_eq (s->ops->zero (s, 128, 138, false), 0);
+  expect_pattern (s, 0, 128, 3);
+  expect_unwritten (s, 128, 138);
+  {
+    /* The rest of chunk 2 is intact. */
+    uint8_t data[512 * 118], pi[8 * 118];
+    uint8_t want[512 * 118], wantpi[8 * 118];
+    pattern (want, wantpi, 266, 118, 512, 8, 3);
+    ck_assert_int_eq (s->ops->read (s, 266, 118, data, pi), 0);
+    ck_assert (memcmp (data, want, sizeof data) == 0);
+    ck_assert (memcmp (pi, wantpi, sizeof pi) == 0);
+  }
+  /* Chunk 1 was given back; chunk 2 is still allocated. */
+  expect_extent (s, 0, 1024, true, 128);
+  expect_extent (s, 128, 1024 - 128, false, 128);
+  expect_extent (s, 256, 1024 - 256, true, 128);
+  expect_extent (s, 384, 1024 - 384, false, 1024 - 384);
+  /* Zeroing unwritten space allocates nothing. */
+  ck_assert_int_eq (s->ops->zero (s, 512, 256, false), 0);
+  expect_extent (s, 384, 1024 - 384, false, 1024 - 384);
+  /* A freed chunk can be written again. */
+  write_pattern (s, 130, 2, 4);
+  expect_pattern (s, 130, 2, 4);
+  expect_unwritten (s, 128, 2);
+  expect_unwritten (s, 132, 124);
+  s->ops->close (s);
+}
+END_TEST
+
+/* A 16 TiB disk opens at once, and its last block works. */
+static void
+huge (uint32_t interval, const char *format)
+{
+  const uint64_t nblocks = (UINT64_C (16) << 40) / interval;
+  struct store *s = open_store (nblocks, interval, format);
+  const uint64_t g = s->granule;
+
+  write_pattern (s, nblocks - 1, 1, 5);
+  expect_pattern (s, nblocks - 1, 1, 5);
+  expect_unwritten (s, nblocks - 2, 1);
+  expect_unwritten (s, 0, 4);
+  write_pattern (s, 0, 1, 6);
+  expect_pattern (s, 0, 1, 6);
+  /* Extents skip the empty middle without walking it. */
+  expect_extent (s, 0, nblocks, true, g);
+  expect_extent (s, g, nblocks - g, false, nblocks - 2 * g);
+  expect_extent (s, nblocks - g, g, true, g);
+  /* Blocks in the middle, in pages nobody touched yet. */
+  write_pattern (s, nblocks / 2 + 3, 2, 7);
+  expect_pattern (s, nblocks / 2 + 3, 2, 7);
+  ck_assert_int_eq (s->ops->zero (s, nblocks - g, g, false), 0);
+  expect_unwritten (s, nblocks - 1, 1);
+  expect_extent (s, nblocks / 2, nblocks / 2, true, g);
+  expect_extent (s, nblocks / 2 + g, nblocks / 2 - g, false,
+                 nblocks / 2 - g);
+  s->ops->close (s);
+}
+
+START_TEST (sparse_16tib)
+{
+  huge (4096, "EXT-DIF-TYPE1-CRC64");
+  huge (512, "T10-DIF-TYPE1-CRC");
+}
+END_TEST
+
+START_TEST (last_partial_chunk)
+{
+  /* 130 blocks: the second chunk holds only two of them. */
+  struct store *s = open_store (130, 512, "T10-DIF-TYPE2-CRC");
+
+  write_pattern (s, 127, 3, 8);
+  expect_pattern (s, 127, 3, 8);
+  expect_extent (s, 0, 130, true, 130);
+  ck_assert_int_eq (s->ops->zero (s, 128, 2, false), 0);
+  expect_unwritten (s, 128, 2);
+  expect_pattern (s, 127, 1, 8);
+  s->ops->close (s);
+}
+END_TEST
+
+START_TEST (format_none)
+{
+  struct store *s = open_store (256, 4096, "none");
+  uint8_t data[4096 * 3];
+
+  ck_assert_uint_eq (s->tuple, 0);
+  pattern (data, NULL, 10, 3, 4096, 0, 9);
+  ck_assert_int_eq (s->ops->write (s, 10, 3, data, NULL, true), 0);
+  memset (data, 0, sizeof data);
+  ck_assert_int_eq (s->ops->read (s, 10, 3, data, NULL), 0);
+  {
+    uint8_t want[4096 * 3];
+    pattern (want, NULL, 10, 3, 4096, 0, 9);
+    ck_assert (memcmp (data, want, sizeof data) == 0);
+  }
+  s->ops->close (s);
+}
+END_TEST
+
+/* Threads writing different chunks that share tree pages (created
+ * lazily, concurrently): every write must land. */
+#define RACE_THREADS 4
+#define RACE_CHUNKS 256
+
+struct race_arg {
+  struct store *s;
+  int id;
+};
+
+/* The LBA thread work item C writes: chunk (C * 1021) mod 2^14, so the
+ * chunks are distinct and spread over many tree pages. */
+static uint64_t
+race_lba (const struct store *s, uint64_t c)
+{
+  return c * 1021 % 16384 * s->granule;
+}
+
+static void *
+race_run (void *arg)
+{
+  struct race_arg *a = arg;
+  uint64_t c;
+
+  for (c = a->id; c < RACE_CHUNKS; c += RACE_THREADS)
+    write_pattern (a->s, race_lba (a->s, c), 1, (uint8_t) c);
+  return NULL;
+}
+
+START_TEST (concurrent_allocation)
+{
+  /* 2^17 chunks: a root and one level of pages below it. */
+  struct store *s = open_store (UINT64_C (1) << 24, 512, "T10-DIF-TYPE1-CRC");
+  struct race_arg args[RACE_THREADS];
+  pthread_t th[RACE_THREADS];
+  uint64_t c;
+  int i;
+
+  for (i = 0; i < RACE_THREADS; i++) {
+    args[i].s = s;
+    args[i].id = i;
+    ck_assert_int_eq (pthread_create (&th[i], NULL, race_run, &args[i]), 0);
+  }
+  for (i = 0; i < RACE_THREADS; i++)
+    pthread_join (th[i], NULL);
+  for (c = 0; c < RACE_CHUNKS; c++)
+    expect_pattern (s, race_lba (s, c), 1, (uint8_t) c);
+  s->ops->close (s);
+}
+END_TEST
+
+static Suite *
+store_memory_suite (void)
+{
+  Suite *s = suite_create ("store-memory");
+  TCase *tc = tcase_create ("core");
+
+  tcase_add_test (tc, fields);
+  tcase_add_test (tc, unwritten_reads_zero_and_escape);
+  tcase_add_test (tc, write_read_across_chunks);
+  tcase_add_test (tc, zero_frees_and_clears);
+  tcase_add_test (tc, sparse_16tib);
+  tcase_add_test (tc, last_partial_chunk);
+  tcase_add_test (tc, format_none);
+  tcase_add_test (tc, concurrent_allocation);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (store_memory_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
