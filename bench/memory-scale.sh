@@ -37,7 +37,7 @@ pidfile="$work/nbdkit.pid"
 sock="$work/nbd.sock"
 finish () {
   if [ -n "$job" ]; then
-    [ -s "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || :
+    if [ -s "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || :; fi
     wait "$job" 2>/dev/null || :
   fi
   rm -rf "$work"
@@ -52,7 +52,7 @@ write_bytes=$(numfmt --from=iec "$WRITE")
 # 16 TiB - 4 KiB; XFS, btrfs and tmpfs hold it).
 filedir=""
 for d in ${BENCH_DIR:-} "${TMPDIR:-/var/tmp}" /var/tmp /dev/shm; do
-  [ -d "$d" ] && [ -w "$d" ] || continue
+  if [ ! -d "$d" ] || [ ! -w "$d" ]; then continue; fi
   t=$(mktemp -d "$d/memory-scale-files.XXXXXX")
   if truncate -s "$size_bytes" "$t/probe" 2>/dev/null; then
     rm -f "$t/probe"; filedir=$t; break
@@ -67,7 +67,7 @@ status_kib () { awk -v f="$1:" '$1 == f { print $2 }' "/proc/$2/status"; }
 # measure NAME PATTERN NBDKIT-ARGS...: one row of the table.
 measure () {
   local name=$1 pattern=$2; shift 2
-  local t0 t1 pid idle_hwm hwm rss used=""
+  local t0 t1 pid idle_hwm hwm used=""
   rm -f "$pidfile" "$sock"
   t0=$(date +%s.%N)
   "$NBDKIT" -f -U "$sock" -P "$pidfile" --exit-with-parent "$@" \
@@ -91,7 +91,6 @@ measure () {
   "$FIO" --name=fill --ioengine=nbd --uri="nbd+unix:///?socket=$sock" \
     --iodepth=16 "$@" --output="$work/fio.out" >/dev/null
   hwm=$(status_kib VmHWM "$pid")
-  rss=$(status_kib VmRSS "$pid")
   if [ -n "${file:-}" ]; then
     used=$(( ($(stat -c %b "$file") + $(stat -c %b "$file.pi")) * 512 ))
   fi

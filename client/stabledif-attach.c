@@ -40,7 +40,7 @@
 #define DETACH_TIMEOUT_MS 10000
 
 /* Room for one error message. */
-#define ERR_MAX 512
+#define ERR_MAX 1024
 
 static const char *progname = "stabledif-attach";
 
@@ -111,50 +111,65 @@ require_root (void)
 
 /* Connect to URI, read and check the profile, fill INFO.  With KEEP,
  * INFO->sock is a duplicate of the negotiated socket for the kernel;
- * otherwise the connection is shut down politely. */
-static void
-negotiate (const char *uri, bool keep, struct export_info *info)
+ * otherwise the connection is shut down politely.  On failure returns
+ * -1 with the reason in ERR (ERRLEN bytes), everything closed. */
+static int
+negotiate (const char *uri, bool keep, struct export_info *info,
+           char *err, size_t errlen)
 {
   struct nbd_handle *h;
-  char err[ERR_MAX];
-  char *desc;
+  char why[256];
+  char *desc = NULL;
   int64_t size;
 
+  info->sock = -1;
   h = nbd_create ();
-  if (h == NULL)
-    die ("%s", nbd_get_error ());
+  if (h == NULL) {
+    snprintf (err, errlen, "%s", nbd_get_error ());
+    return -1;
+  }
   /* The kernel speaks simple replies only, and we need the description
    * (NBD_INFO_DESCRIPTION). */
   if (nbd_set_request_structured_replies (h, false) == -1 ||
       nbd_set_full_info (h, true) == -1 ||
       nbd_set_uri_allow_tls (h, LIBNBD_TLS_DISABLE) == -1 ||
       nbd_connect_uri (h, uri) == -1)
-    die ("%s: %s", uri, nbd_get_error ());
+    goto nbd_error;
 
   desc = nbd_get_export_description (h);
-  if (desc == NULL)
-    die ("%s: not a stabledif device: the server sent no export "
-         "description (a stabledif device describes itself as \"%s ...\")",
-         uri, PROFILE_MAGIC);
+  if (desc == NULL) {
+    snprintf (err, errlen, "%s: not a stabledif device: the server sent no "
+              "export description (a stabledif device describes itself as "
+              "\"%s ...\")", uri, PROFILE_MAGIC);
+    goto error;
+  }
   if (strncmp (desc, PROFILE_MAGIC, strlen (PROFILE_MAGIC)) != 0 ||
       (desc[strlen (PROFILE_MAGIC)] != ' ' &&
-       desc[strlen (PROFILE_MAGIC)] != '\0'))
-    die ("%s: not a stabledif device: its export description is \"%s\", "
-         "not a \"%s\" profile", uri, desc, PROFILE_MAGIC);
-  if (profile_parse (desc, &info->profile, err, sizeof err) == -1)
-    die ("%s: bad stabledif profile \"%s\": %s", uri, desc, err);
+       desc[strlen (PROFILE_MAGIC)] != '\0')) {
+    snprintf (err, errlen, "%s: not a stabledif device: its export "
+              "description is \"%s\", not a \"%s\" profile",
+              uri, desc, PROFILE_MAGIC);
+    goto error;
+  }
+  if (profile_parse (desc, &info->profile, why, sizeof why) == -1) {
+    snprintf (err, errlen, "%s: bad stabledif profile \"%s\": %s",
+              uri, desc, why);
+    goto error;
+  }
   snprintf (info->profile_line, sizeof info->profile_line, "%s", desc);
-  free (desc);
 
-  if (info->profile.view != PROFILE_VIEW_DATA)
-    die ("%s: this export is the %s view (extended blocks of %" PRIu32
-         " bytes); the kernel can only attach the data view (export name "
-         "\"\" or \"data\")", uri, profile_view_name (info->profile.view),
-         info->profile.interval + info->profile.tuple);
+  if (info->profile.view != PROFILE_VIEW_DATA) {
+    snprintf (err, errlen, "%s: this export is the %s view (extended "
+              "blocks of %" PRIu32 " bytes); the kernel can only attach "
+              "the data view (export name \"\" or \"data\")", uri,
+              profile_view_name (info->profile.view),
+              info->profile.interval + info->profile.tuple);
+    goto error;
+  }
 
   size = nbd_get_size (h);
   if (size == -1)
-    die ("%s: %s", uri, nbd_get_error ());
+    goto nbd_error;
   info->size = (uint64_t) size;
 
   info->flags = NBD_FLAG_HAS_FLAGS;
@@ -171,17 +186,28 @@ negotiate (const char *uri, bool keep, struct export_info *info)
   if (nbd_can_multi_conn (h) == 1)
     info->flags |= NBD_FLAG_CAN_MULTI_CONN;
 
-  info->sock = -1;
   if (keep) {
     /* nbd_close closes its descriptor without a word on the wire; our
      * duplicate keeps the negotiated connection open for the kernel. */
     info->sock = fcntl (nbd_aio_get_fd (h), F_DUPFD_CLOEXEC, 3);
-    if (info->sock == -1)
-      die ("%s: duplicating the connection: %s", uri, strerror (errno));
+    if (info->sock == -1) {
+      snprintf (err, errlen, "%s: duplicating the connection: %s", uri,
+                strerror (errno));
+      goto error;
+    }
   }
   else
     nbd_shutdown (h, 0);
+  free (desc);
   nbd_close (h);
+  return 0;
+
+ nbd_error:
+  snprintf (err, errlen, "%s: %s", uri, nbd_get_error ());
+ error:
+  free (desc);
+  nbd_close (h);
+  return -1;
 }
 
 /* The kernel's logical block size for a profile: the protection
@@ -214,9 +240,11 @@ static int
 do_dry_run (const char *uri)
 {
   struct export_info info;
+  char err[ERR_MAX];
 
   check_uri (uri);
-  negotiate (uri, false, &info);
+  if (negotiate (uri, false, &info, err, sizeof err) == -1)
+    die ("%s", err);
   printf ("%s: dry run, nothing attached\n", uri);
   print_profile (&info);
   printf ("  would set /sys/block/nbdN/queue/stable_writes = %d before "
@@ -251,7 +279,8 @@ do_attach (const char *uri, const char *device)
   else if (knbd_find_free (&index, err, sizeof err) == -1)
     die ("%s", err);
 
-  negotiate (uri, true, &info);
+  if (negotiate (uri, true, &info, err, sizeof err) == -1)
+    die ("%s", err);
   want = info.profile.stable_writes ? 1 : 0;
 
   /* The flag first: the kernel copies a queue's stable_writes into a

@@ -16,9 +16,9 @@
 
 /* Defaults (also in the man page). */
 #define DEFAULT_THREADS 4
-#define DEFAULT_WORKING_SET (8u * 1024 * 1024)
+#define DEFAULT_WORKING_SET (16u * 1024 * 1024)
 #define DEFAULT_DURATION 5.0
-#define DEFAULT_FLUSH_INTERVAL 50
+#define DEFAULT_FLUSH_INTERVAL 100
 #define DEFAULT_PAGE_SIZE 4096
 #define DEFAULT_WRITE_SIZE 512
 #define DEFAULT_THINK 20
@@ -45,7 +45,7 @@ usage (FILE *fp)
 "  -p, --policy LIST          policies to run, comma-separated: auto, wait,\n"
 "                             wait-sent, snapshot, none, or all (default)\n"
 "  -t, --threads N            writer threads (default %d)\n"
-"      --working-set SIZE     bytes of hot pages (default 8M)\n"
+"      --working-set SIZE     bytes of hot pages (default 16M)\n"
 "  -d, --duration SECS        seconds per policy (default %.0f, at most %.0f)\n"
 "      --flush-interval MS    flusher period, milliseconds (default %d)\n"
 "      --page-size SIZE       page size (default %d; a multiple of the\n"

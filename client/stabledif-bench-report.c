@@ -140,7 +140,7 @@ summary (FILE *fp, const struct bench_results *r)
   size_t i;
 
   fprintf (fp, "\nSummary (latencies in ms)\n");
-  fprintf (fp, " %-10s %-9s %9s %9s %9s %10s %10s %9s %9s\n", "policy",
+  fprintf (fp, " %-10s %-10s %10s %10s %10s %10s %9s %8s %8s\n", "policy",
            "in effect", "write avg", "write p99", "write max", "MB/sec",
            "waited", "dev rej", "changed");
   for (i = 0; i < r->nruns; i++) {
@@ -152,8 +152,8 @@ summary (FILE *fp, const struct bench_results *r)
       snprintf (dev, sizeof dev, "%" PRIu64, report_device_corruption (p));
     else
       snprintf (dev, sizeof dev, "-");
-    fprintf (fp, " %-10s %-9s %9.3f %9.3f %9.3f %10.3f %10" PRIu64
-             " %9s %9" PRIu64 "\n", policy_name (p->policy),
+    fprintf (fp, " %-10s %-10s %10.3f %10.3f %10.3f %10.3f %9" PRIu64
+             " %8s %8" PRIu64 "\n", policy_name (p->policy),
              policy_name (p->effective), ms ((uint64_t) hist_mean (&m->write)),
              ms (hist_quantile (&m->write, 0.99)), ms (m->write.max),
              write_mbs (m), p->stats.waits, dev,

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -90,6 +91,37 @@ find_sanitizer (struct dl_phdr_info *info, size_t size, void *data)
   return 0;
 }
 
+/* Whether the plugin file at PATH was linked with AddressSanitizer (its
+ * dynamic section names libasan).  A bare name, or a file that cannot be
+ * read, is not: nbdkit then reports the problem itself, quickly (with
+ * the runtimes preloaded, a failed dlopen deadlocks at exit in some
+ * libraries' destructors). */
+static bool
+plugin_needs_sanitizers (const char *path)
+{
+  static const char needle[] = "libasan.so";
+  struct stat st;
+  bool found = false;
+  void *map;
+  int fd;
+
+  if (strchr (path, '/') == NULL)
+    return false;
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd == -1)
+    return false;
+  if (fstat (fd, &st) == 0 && S_ISREG (st.st_mode) && st.st_size > 0) {
+    map = mmap (NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map != MAP_FAILED) {
+      found = memmem (map, (size_t) st.st_size, needle,
+                      sizeof needle - 1) != NULL;
+      munmap (map, (size_t) st.st_size);
+    }
+  }
+  close (fd);
+  return found;
+}
+
 /* Print nbdkit's log (its error messages) to stderr. */
 static void
 print_log (const struct serve *s)
@@ -149,9 +181,11 @@ exec_nbdkit (const struct serve *s, const char *format, uint64_t size,
     close (fd);
   }
 
-  /* An instrumented build: nbdkit is not, so it must load the runtimes
-   * first for the plugin to load. */
-  dl_iterate_phdr (find_sanitizer, preload);
+  /* An instrumented plugin: nbdkit is not, so it must load the runtimes
+   * first for the plugin to load.  They are the ones this (equally
+   * instrumented) program has loaded. */
+  if (plugin_needs_sanitizers (s->plugin))
+    dl_iterate_phdr (find_sanitizer, preload);
   if (preload[0]) {
     const char *old = getenv ("LD_PRELOAD");
     char buf[PATH_MAX * 3];

@@ -154,7 +154,7 @@ struct model_result {
                                    under none names its blocks) */
 };
 
-/* Called about every 200 ms from the main thread while the model runs:
+/* Called about every 100 ms from the main thread while the model runs:
  * ELAPSED seconds of DURATION, WRITES so far. */
 typedef void (*model_progress_fn) (void *opaque, double elapsed,
                                    double duration, uint64_t writes,

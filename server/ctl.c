@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "ctl.h"
 #include "ctl-internal.h"
 
@@ -548,6 +550,9 @@ ctl_bind (struct disk *d, const char *path)
   }
   if (open_socket (c) == -1)
     goto err;
+  /* Seed jansson's hash function now, while there is one thread, rather
+   * than racily on first use in whichever thread builds JSON first. */
+  json_object_seed (0);
   return c;
 
  err:

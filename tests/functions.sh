@@ -63,6 +63,10 @@ if ldd "$PLUGIN" 2>/dev/null | grep -q 'libasan'; then
     [ -z "$_lib_path" ] || nbdkit_preload="$nbdkit_preload $_lib_path"
   done
   nbdkit_preload=${nbdkit_preload# }
+  # Makes ASan initialise before any other constructor (asan-initfirst.c).
+  if [ -f "${top_builddir:-.}/tests/asan-initfirst.so" ]; then
+    nbdkit_preload="$nbdkit_preload $top_builddir/tests/asan-initfirst.so"
+  fi
 fi
 
 # run_nbdkit ARGS...: nbdkit (with the preload above if needed), cut off

@@ -168,7 +168,8 @@ START_TEST (test_defaults)
   ck_assert_int_eq (parse (&o, NULL), 0);
   ck_assert_uint_eq (o.threads, 4);
   ck_assert_uint_eq (o.page_size, 4096);
-  ck_assert_uint_eq (o.working_set, 8u << 20);
+  ck_assert_uint_eq (o.working_set, 16u << 20);
+  ck_assert_uint_eq (o.flush_interval_ms, 100);
   ck_assert_ptr_null (o.uri);
   ck_assert_ptr_null (o.ctl);
   ck_assert_str_eq (o.format, "T10-DIF-TYPE1-CRC");

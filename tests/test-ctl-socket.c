@@ -679,10 +679,16 @@ START_TEST (test_accept_out_of_fds)
 {
   struct rlimit rl, low;
   int fd, probe, i;
+  const char *preload = getenv ("LD_PRELOAD");
 
   /* Allow exactly one more descriptor: the client's socket takes it, so
    * the server's accept fails (EMFILE).  It must report that once, keep
-   * the connection waiting and accept it when descriptors are back. */
+   * the connection waiting and accept it when descriptors are back.
+   * (Not under valgrind: its accept takes the connection and closes it
+   * when the descriptor is above the limit, which the kernel never
+   * does.) */
+  if (preload && strstr (preload, "vgpreload"))
+    return;
   probe = dup (0);
   ck_assert_int_ge (probe, 0);
   close (probe);
