@@ -63,9 +63,9 @@ if ldd "$PLUGIN" 2>/dev/null | grep -q 'libasan'; then
     [ -z "$_lib_path" ] || nbdkit_preload="$nbdkit_preload $_lib_path"
   done
   nbdkit_preload=${nbdkit_preload# }
-  # Makes ASan initialise before any other constructor (asan-initfirst.c).
-  if [ -f "${top_builddir:-.}/tests/asan-initfirst.so" ]; then
-    nbdkit_preload="$nbdkit_preload $top_builddir/tests/asan-initfirst.so"
+  # Keeps nbdkit from hanging at exit under ASan (asan-nbdkit-shim.c).
+  if [ -f "${top_builddir:-.}/tests/asan-nbdkit-shim.so" ]; then
+    nbdkit_preload="$nbdkit_preload $top_builddir/tests/asan-nbdkit-shim.so"
   fi
 fi
 
@@ -74,9 +74,9 @@ fi
 run_nbdkit () {
   if [ -n "$nbdkit_preload" ]; then
     LD_PRELOAD="$nbdkit_preload${LD_PRELOAD:+ $LD_PRELOAD}" \
-      timeout "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "$@"
+      timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "$@"
   else
-    timeout "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "$@"
+    timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "$@"
   fi
 }
 
