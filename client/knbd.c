@@ -547,6 +547,23 @@ knbd_family (int fd, char *err, size_t errlen)
   return id;
 }
 
+/* Open a generic netlink socket and look up the "nbd" family on it.
+ * Returns the socket with *FAMILY set, or -1 with ERR filled in. */
+static int
+knbd_nl_open_nbd (uint16_t *family, char *err, size_t errlen)
+{
+  int fd = knbd_nl_open (err, errlen);
+
+  if (fd == -1)
+    return -1;
+  *family = knbd_family (fd, err, errlen);
+  if (*family == 0) {
+    close (fd);
+    return -1;
+  }
+  return fd;
+}
+
 int
 knbd_connect (const struct knbd_attach *a, char *err, size_t errlen)
 {
@@ -556,14 +573,9 @@ knbd_connect (const struct knbd_attach *a, char *err, size_t errlen)
   uint16_t family;
   int fd, r;
 
-  fd = knbd_nl_open (err, errlen);
+  fd = knbd_nl_open_nbd (&family, err, errlen);
   if (fd == -1)
     return -1;
-  family = knbd_family (fd, err, errlen);
-  if (family == 0) {
-    close (fd);
-    return -1;
-  }
 
   knbd_msg_init (&m, family, NBD_CMD_CONNECT, NBD_GENL_VERSION, 2);
   knbd_msg_put_u32 (&m, NBD_ATTR_INDEX, (uint32_t) a->index);
@@ -597,14 +609,9 @@ knbd_disconnect (int index, unsigned timeout_ms, char *err, size_t errlen)
   unsigned waited;
   int fd, r;
 
-  fd = knbd_nl_open (err, errlen);
+  fd = knbd_nl_open_nbd (&family, err, errlen);
   if (fd == -1)
     return -1;
-  family = knbd_family (fd, err, errlen);
-  if (family == 0) {
-    close (fd);
-    return -1;
-  }
   knbd_msg_init (&m, family, NBD_CMD_DISCONNECT, NBD_GENL_VERSION, 2);
   knbd_msg_put_u32 (&m, NBD_ATTR_INDEX, (uint32_t) index);
   snprintf (what, sizeof what, "/dev/nbd%d: NBD_CMD_DISCONNECT", index);
