@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <glob.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "ctl-conn.h"
 #include "ctl-internal.h"
+#include "ctl-path.h"
 
 /* Longest reply line accepted (an "events" reply with CTL_EVENTS_MAX
  * events is well below this). */
@@ -58,18 +60,33 @@ connect_path (const char *path, bool probe)
 char *
 ctl_conn_find (char *err, size_t errlen)
 {
-  const char *dirs[2] = { getenv ("XDG_RUNTIME_DIR"), "/tmp" };
+  const char *xdg = getenv ("XDG_RUNTIME_DIR");
+  char dirs[2][PATH_MAX], why[PATH_MAX + 256];
+  bool use[2] = { false, false };
   char *found[16];
   size_t nfound = 0, total = 0, i, d;
   char list[1024] = "";
 
+  /* Where the plugin makes its default socket (ctl-path.h): the user's
+   * runtime directory, and the private directory in $TMPDIR or /tmp
+   * (a server started without XDG_RUNTIME_DIR).  The private directory
+   * is only looked in if it is safe; it is never created here. */
+  if (xdg != NULL && xdg[0] == '/' &&
+      snprintf (dirs[0], sizeof dirs[0], "%s", xdg) < (int) sizeof dirs[0])
+    use[0] = true;
+  why[0] = '\0';
+  if (ctl_path_private_dir (dirs[1], sizeof dirs[1]) == -1)
+    snprintf (dirs[1], sizeof dirs[1], "$TMPDIR (path too long)");
+  else if (ctl_path_check_private (dirs[1], why, sizeof why) == 0)
+    use[1] = !(use[0] && strcmp (dirs[0], dirs[1]) == 0);
+  else if (errno == ENOENT)
+    why[0] = '\0';             /* no server ever made it: nothing there */
+
   for (d = 0; d < 2; d++) {
-    char pattern[4096];
+    char pattern[PATH_MAX + 64];
     glob_t g;
 
-    if (dirs[d] == NULL || dirs[d][0] != '/')
-      continue;
-    if (d == 1 && dirs[0] && strcmp (dirs[0], dirs[1]) == 0)
+    if (!use[d])
       continue;
     snprintf (pattern, sizeof pattern, "%s/" CTL_SOCKET_PREFIX "*"
               CTL_SOCKET_SUFFIX, dirs[d]);
@@ -104,10 +121,10 @@ ctl_conn_find (char *err, size_t errlen)
   }
   if (total == 0)
     snprintf (err, errlen, "no running stabledif device found "
-              "(no live %s*%s socket in %s%s/tmp); use -s SOCKET",
+              "(no live %s*%s socket in %s%s%s%s%s); use -s SOCKET",
               CTL_SOCKET_PREFIX, CTL_SOCKET_SUFFIX,
-              dirs[0] && dirs[0][0] == '/' ? dirs[0] : "",
-              dirs[0] && dirs[0][0] == '/' ? " or " : "");
+              use[0] ? dirs[0] : "", use[0] ? " or " : "", dirs[1],
+              why[0] ? "; not searched: " : "", why);
   else if (total == 1)
     snprintf (err, errlen, "out of memory");
   else

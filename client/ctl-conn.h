@@ -26,8 +26,9 @@ struct ctl_conn {
 };
 
 /* Find the control socket when the user gave none: the single
- * stabledif-*.sock in $XDG_RUNTIME_DIR or /tmp that accepts a
- * connection.  Returns a malloc'd path, or NULL with a message in ERR
+ * stabledif-*.sock of ours in $XDG_RUNTIME_DIR or in the private
+ * directory ${TMPDIR:-/tmp}/stabledif-UID (if it is safe, see
+ * ctl-path.h) that accepts a connection.  Returns a malloc'd path, or NULL with a message in ERR
  * (ERRLEN bytes): none found, or several (listed). */
 char *ctl_conn_find (char *err, size_t errlen);
 

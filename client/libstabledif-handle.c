@@ -49,6 +49,7 @@ stabledif_close (struct stabledif_handle *h)
   free (h->profile_line);
   free (h->dead_msg);
   free (h->pending_msg);
+  io_buf_cache_free (h);
   pthread_cond_destroy (&h->cond);
   pthread_mutex_destroy (&h->lock);
   free (h);

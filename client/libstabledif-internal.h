@@ -196,6 +196,7 @@ struct request {
   uint8_t *ext;                 /* extended blocks owned by the request,
                                    or NULL when the wire buffer is the
                                    caller's (format none) */
+  size_t ext_cap;               /* bytes allocated at EXT (io_buf_get) */
   const uint8_t *wire;          /* the bytes on the wire: EXT or a caller
                                    or bounce buffer */
   uint64_t wire_count;          /* bytes on the wire */
@@ -244,6 +245,9 @@ struct stabledif_handle {
   pthread_t io_thread;          /* the thread */
   bool io_running;              /* the thread was started */
   int wake[2];                  /* pipe to wake it (read, write end) */
+  bool wake_pending;            /* a wake-up was sent that the I/O thread
+                                   has not yet acted on: it will look at
+                                   the queue again without another (lock) */
   struct request *queue_head;   /* submitted, not yet issued (lock) */
   struct request *queue_tail;   /* (lock) */
   uint64_t in_flight;           /* submitted, not completed (lock) */
@@ -253,6 +257,9 @@ struct stabledif_handle {
   int dead_errno;               /* why (lock) */
   char *dead_msg;               /* why (lock) */
   struct pinset pins;           /* pinned source regions (lock) */
+  struct io_buf *bufs;          /* wire buffers of completed requests,
+                                   kept for reuse (lock) */
+  uint64_t buf_bytes;           /* bytes held in BUFS (lock) */
   int pending_errno;            /* first failure of a callback-less
                                    aio request not yet reported (lock) */
   char *pending_msg;            /* its message (lock) */
@@ -277,6 +284,30 @@ struct request *io_request_new (struct stabledif_handle *h, const char *fn);
 
 /* Free a request and everything it owns. */
 void io_request_free (struct request *r);
+
+/* Wire buffers are reused: allocating and freeing one of 128 KiB per
+ * request makes malloc give the memory back to the kernel and fault it
+ * in again, zeroed, on every request.  A cached buffer holds this header
+ * at its start. */
+struct io_buf {
+  struct io_buf *next;          /* next cached buffer */
+  size_t cap;                   /* its size in bytes */
+};
+
+/* At most this many bytes of wire buffers are kept per handle. */
+#define IO_BUF_CACHE_BYTES ((uint64_t) 16 << 20)
+
+/* A wire buffer of at least SIZE bytes (a cached one of at most twice
+ * SIZE, else a new one); *CAP is set to its size.  NULL on ENOMEM
+ * (nothing reported: the caller names the call). */
+uint8_t *io_buf_get (struct stabledif_handle *h, size_t size, size_t *cap);
+
+/* Take R's wire buffer (if any) into H's cache if it fits there, else
+ * leave it to io_request_free.  Caller holds h->lock. */
+void io_buf_keep_locked (struct stabledif_handle *h, struct request *r);
+
+/* Free every cached wire buffer (close). */
+void io_buf_cache_free (struct stabledif_handle *h);
 
 /* Queue R for the I/O thread (it becomes ready after DELAY_US) and give
  * it a cookie; pins R's source if its policy pins.  Returns the cookie,

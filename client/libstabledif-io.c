@@ -83,6 +83,61 @@ io_request_new (struct stabledif_handle *h, const char *fn)
   return r;
 }
 
+uint8_t *
+io_buf_get (struct stabledif_handle *h, size_t size, size_t *cap)
+{
+  struct io_buf **pp, *b = NULL;
+  uint8_t *p;
+
+  if (size < sizeof (struct io_buf))
+    size = sizeof (struct io_buf);
+  pthread_mutex_lock (&h->lock);
+  for (pp = &h->bufs; *pp != NULL; pp = &(*pp)->next)
+    if ((*pp)->cap >= size && (*pp)->cap / 2 <= size) {
+      b = *pp;
+      *pp = b->next;
+      h->buf_bytes -= b->cap;
+      break;
+    }
+  pthread_mutex_unlock (&h->lock);
+  if (b) {
+    *cap = b->cap;
+    return (uint8_t *) b;
+  }
+  p = malloc (size);
+  if (p)
+    *cap = size;
+  return p;
+}
+
+void
+io_buf_keep_locked (struct stabledif_handle *h, struct request *r)
+{
+  struct io_buf *b = (struct io_buf *) r->ext;
+
+  if (b == NULL || r->ext_cap < sizeof *b ||
+      h->buf_bytes + r->ext_cap > IO_BUF_CACHE_BYTES)
+    return;
+  b->cap = r->ext_cap;
+  b->next = h->bufs;
+  h->bufs = b;
+  h->buf_bytes += b->cap;
+  r->ext = NULL;
+}
+
+void
+io_buf_cache_free (struct stabledif_handle *h)
+{
+  struct io_buf *b, *next;
+
+  for (b = h->bufs; b != NULL; b = next) {
+    next = b->next;
+    free (b);
+  }
+  h->bufs = NULL;
+  h->buf_bytes = 0;
+}
+
 void
 io_request_free (struct request *r)
 {
@@ -124,6 +179,7 @@ int64_t
 io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
 {
   int64_t cookie;
+  bool need_wake;
 
   pthread_mutex_lock (&h->lock);
   if (h->closing || h->dead) {
@@ -148,8 +204,13 @@ io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
     h->queue_head = r;
   h->queue_tail = r;
   h->in_flight++;
+  /* One wake-up until the I/O thread looks at the queue again: while it
+   * is busy, requests submitted meanwhile cost no system call. */
+  need_wake = !h->wake_pending;
+  h->wake_pending = true;
   pthread_mutex_unlock (&h->lock);
-  wake (h);
+  if (need_wake)
+    wake (h);
   return cookie;
 }
 
@@ -161,6 +222,7 @@ io_wait_sync (struct stabledif_handle *h, struct request *r)
   pthread_mutex_lock (&h->lock);
   while (!r->done)
     pthread_cond_wait (&h->cond, &h->lock);
+  io_buf_keep_locked (h, r);
   pthread_mutex_unlock (&h->lock);
   if (r->error) {
     error_set_str (r->error, r->msg ? r->msg : strerror (r->error));
@@ -229,6 +291,7 @@ complete (struct request *r)
   /* A write under policy wait stays pinned until its callback returned. */
   pinset_remove (&h->pins, &r->pin);
   h->in_flight--;
+  io_buf_keep_locked (h, r);
   pthread_cond_broadcast (&h->cond);
   pthread_mutex_unlock (&h->lock);
   io_request_free (r);
@@ -364,6 +427,9 @@ io_thread (void *arg)
     unsigned dir;
 
     pthread_mutex_lock (&h->lock);
+    /* Anything submitted from here on needs a new wake-up; anything
+     * submitted before is taken off the queue now. */
+    h->wake_pending = false;
     now = io_now_ns ();
     while ((r = h->queue_head) != NULL && r->ready_ns <= now) {
       h->queue_head = r->next;
@@ -427,7 +493,9 @@ io_thread (void *arg)
     }
     if (fds[0].revents & POLLIN) {
       char buf[64];
-      while (read (h->wake[0], buf, sizeof buf) > 0)
+      /* Usually one byte (see wake_pending): one read empties the pipe;
+       * a full buffer means there may be more. */
+      while (read (h->wake[0], buf, sizeof buf) == (ssize_t) sizeof buf)
         ;
     }
     if (nfds == 2 && fds[1].revents) {

@@ -54,7 +54,7 @@ read_prepare (struct stabledif_handle *h, const char *fn, void *buf,
   r->pi = pi;
   r->wire_count = r->nblocks * h->ext_size;
   if (h->profile.tuple > 0) {
-    r->ext = malloc (r->wire_count);
+    r->ext = io_buf_get (h, r->wire_count, &r->ext_cap);
     if (r->ext == NULL) {
       error_set (ENOMEM, "%s: allocating %" PRIu64 " bytes: %s", fn,
                  r->wire_count, strerror (ENOMEM));

@@ -115,20 +115,25 @@ write_prepare (struct stabledif_handle *h, const char *fn, const void *buf,
    * a copy-out point to release the caller. */
   r->wire_count = r->nblocks * h->ext_size;
   if (ts > 0 || r->policy == STABLEDIF_POLICY_WAIT_SENT) {
-    if ((r->ext = req_alloc (r, r->wire_count)) == NULL)
+    if ((r->ext = io_buf_get (h, r->wire_count, &r->ext_cap)) == NULL) {
+      error_set (ENOMEM, "%s: allocating %" PRIu64 " bytes: %s", fn,
+                 r->wire_count, strerror (ENOMEM));
       goto fail;
+    }
   }
   else
     r->wire = r->src;
 
-  pthread_mutex_lock (&h->lock);
-  if (r->bounce) {
-    h->stats.snapshots++;
-    h->stats.snapshot_bytes += count;
+  if (r->bounce || r->saved) {
+    pthread_mutex_lock (&h->lock);
+    if (r->bounce) {
+      h->stats.snapshots++;
+      h->stats.snapshot_bytes += count;
+    }
+    else
+      h->stats.forensics_bytes += count;
+    pthread_mutex_unlock (&h->lock);
   }
-  else if (r->saved)
-    h->stats.forensics_bytes += count;
-  pthread_mutex_unlock (&h->lock);
   return r;
 
  fail:

@@ -88,8 +88,9 @@ bool pi_tuple_escaped (const struct pi_format *f, const uint8_t *p);
 uint64_t pi_guard_compute (const struct pi_format *f, const void *data,
                            size_t len);
 
-/* Copy LEN bytes from SRC to DST and return the guard of them, in one pass
- * where the guard function allows it (crc16_t10dif_copy). */
+/* Copy LEN bytes from SRC to DST and return the guard of the copy (what
+ * DST holds, even if SRC changes meanwhile): memcpy then the guard over
+ * DST, in 4 KiB pieces so the checksum reads the copy from cache. */
 uint64_t pi_guard_copy (const struct pi_format *f, void *dst,
                         const void *src, size_t len);
 

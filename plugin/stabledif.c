@@ -102,6 +102,20 @@ format_list (char *buf, size_t len)
   }
 }
 
+/* Parse S, one 16-bit number of app-tag= (WHAT names it in messages),
+ * into *OUT.  Text that does not start with a digit is refused here:
+ * nbdkit's parser would call it an "empty string". */
+static int
+parse_tag16 (const char *what, const char *s, uint16_t *out)
+{
+  if (*s < '0' || *s > '9') {
+    nbdkit_error ("%s: '%s' is not a number (want a 16-bit number, "
+                  "decimal or 0x hex)", what, s);
+    return -1;
+  }
+  return nbdkit_parse_uint16_t (what, s, out);
+}
+
 /* app-tag=VALUE[/MASK]: 16-bit values, decimal or 0x hex. */
 static int
 parse_app_tag (const char *value)
@@ -116,15 +130,27 @@ parse_app_tag (const char *value)
   }
   memcpy (tag, value, n);
   tag[n] = '\0';
-  if (nbdkit_parse_uint16_t ("app-tag", tag, &plugin.cfg.app_tag) == -1)
+  if (parse_tag16 ("app-tag", tag, &plugin.cfg.app_tag) == -1)
     return -1;
   plugin.cfg.app_mask = 0xffff;
   if (slash &&
-      nbdkit_parse_uint16_t ("app-tag mask", slash + 1,
-                             &plugin.cfg.app_mask) == -1)
+      parse_tag16 ("app-tag mask", slash + 1, &plugin.cfg.app_mask) == -1)
     return -1;
   plugin.cfg.has_app = true;
   return 0;
+}
+
+/* The PATH of file=, events= or ctl= (KEY) as an absolute path, or NULL
+ * after reporting the error.  An empty PATH is refused here, naming the
+ * parameter (nbdkit_absolute_path's message does not). */
+static char *
+config_path (const char *key, const char *value)
+{
+  if (value[0] == '\0') {
+    nbdkit_error ("%s: empty path (want %s=PATH)", key, key);
+    return NULL;
+  }
+  return nbdkit_absolute_path (value);
 }
 
 static int
@@ -161,13 +187,13 @@ stabledif_config (const char *key, const char *value)
   }
   else if (strcmp (key, "file") == 0) {
     free (plugin.file);
-    plugin.file = nbdkit_absolute_path (value);
+    plugin.file = config_path (key, value);
     if (plugin.file == NULL)
       return -1;
   }
   else if (strcmp (key, "events") == 0) {
     free (plugin.events);
-    plugin.events = nbdkit_absolute_path (value);
+    plugin.events = config_path (key, value);
     if (plugin.events == NULL)
       return -1;
   }
@@ -176,7 +202,7 @@ stabledif_config (const char *key, const char *value)
     plugin.ctl_path = NULL;
     plugin.ctl_off = strcmp (value, "none") == 0;
     if (!plugin.ctl_off &&
-        (plugin.ctl_path = nbdkit_absolute_path (value)) == NULL)
+        (plugin.ctl_path = config_path (key, value)) == NULL)
       return -1;
   }
   else {
@@ -223,9 +249,11 @@ stabledif_config_complete (void)
   "file=PATH                Keep data in PATH and PI in PATH.pi (default:\n" \
   "                         sparse memory).\n" \
   "events=PATH              Append PI failures to PATH as JSON lines.\n" \
-  "ctl=PATH|none            Control socket (default\n" \
+  "ctl=PATH|none            Control socket, mode 0600, in a directory\n" \
+  "                         only you can write (default\n" \
   "                         $XDG_RUNTIME_DIR/stabledif-PID.sock, else\n" \
-  "                         /tmp/stabledif-PID.sock; see stabledif-ctl(1))."
+  "                         ${TMPDIR:-/tmp}/stabledif-UID/stabledif-PID.sock;\n" \
+  "                         see stabledif-ctl(1))."
 
 static void
 stabledif_dump_plugin (void)
@@ -245,22 +273,14 @@ stabledif_dump_plugin (void)
 static int
 ctl_create (void)
 {
-  char def[4096];
-  const char *path = plugin.ctl_path;
+  const char *path;
 
   if (plugin.ctl_off)
     return 0;
-  if (path == NULL) {
-    if (ctl_default_path (def, sizeof def, (long) getpid ()) == -1) {
-      nbdkit_error ("ctl: the default control socket path is too long; "
-                    "use ctl=PATH");
-      return -1;
-    }
-    path = def;
-  }
-  plugin.ctl = ctl_bind (plugin.disk, path);
+  plugin.ctl = ctl_bind (plugin.disk, plugin.ctl_path);
   if (plugin.ctl == NULL)
     return -1;
+  path = ctl_socket_path (plugin.ctl);
   nbdkit_debug ("control socket: %s", path);
   fprintf (stderr, "nbdkit: stabledif: control socket: %s\n", path);
   return 0;

@@ -9,13 +9,16 @@
  * whose unread replies pile up beyond CTL_OUT_MAX is dropped, so a client
  * that never reads cannot make the server hold unbounded memory.
  *
- * The socket file is created mode 0600 and never replaces anything but a
- * stale socket; it is removed by ctl_stop if it is still ours.
+ * The socket file is created mode 0600, only in a directory nobody else
+ * can write (ctl-path.c), never replaces anything but a stale socket of
+ * our own and never follows a symbolic link; it is removed by ctl_stop
+ * if it is still ours.
  */
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +36,7 @@
 
 #include "ctl.h"
 #include "ctl-internal.h"
+#include "ctl-path.h"
 
 /* One connection. */
 struct ctl_client {
@@ -63,16 +67,24 @@ struct ctl {
 int
 ctl_default_path (char *buf, size_t len, long pid)
 {
-  const char *dir = getenv ("XDG_RUNTIME_DIR");
+  char dir[4096];
   int n;
 
-  if (dir == NULL || dir[0] != '/')
-    dir = "/tmp";
-  n = snprintf (buf, len, "%s/" CTL_SOCKET_PREFIX "%ld" CTL_SOCKET_SUFFIX,
-                dir, pid);
-  if (n < 0 || (size_t) n >= len)
+  if (ctl_path_default_dir (dir, sizeof dir, NULL) == -1)
     return -1;
+  n = snprintf (buf, len, "%s%s" CTL_SOCKET_PREFIX "%ld" CTL_SOCKET_SUFFIX,
+                dir, strcmp (dir, "/") == 0 ? "" : "/", pid);
+  if (n < 0 || (size_t) n >= len) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
   return 0;
+}
+
+const char *
+ctl_socket_path (const struct ctl *c)
+{
+  return c->path;
 }
 
 /* Whether a Unix socket at PATH accepts connections (a server is alive). */
@@ -140,6 +152,7 @@ open_socket (struct ctl *c)
 {
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
   size_t len = strlen (c->path);
+  char dir[sizeof addr.sun_path], why[PATH_MAX + 256];
   struct stat st;
   mode_t old_umask;
   int r;
@@ -152,6 +165,25 @@ open_socket (struct ctl *c)
   }
   memcpy (addr.sun_path, c->path, len + 1);
 
+  /* Only in a directory nobody else can write: there, nobody can swap
+   * the socket (or what lies at its path) for something else between
+   * the checks below and bind, or after it. */
+  if (ctl_path_dirname (c->path, dir, sizeof dir) == -1) {
+    c->d->cfg.error ("ctl=%s: path too long", c->path);
+    return -1;
+  }
+  if (ctl_path_check_dir (dir, why, sizeof why) == -1) {
+    int err = errno;
+    if (err == EPERM || err == ENOTDIR)
+      c->d->cfg.error ("ctl=%s: unsafe directory for the control socket: "
+                       "%s; choose a directory only you can write",
+                       c->path, why);
+    else
+      c->d->cfg.error ("ctl=%s: directory %s", c->path, why);
+    errno = err;
+    return -1;
+  }
+
   if (clear_path (c->d, c->path) == -1)
     return -1;
 
@@ -161,8 +193,10 @@ open_socket (struct ctl *c)
     return -1;
   }
 
-  /* bind creates the file with the umask applied: no moment at which
-   * anyone else could connect.  This runs before nbdkit serves, so
+  /* bind creates the file with the umask applied, so it is born mode
+   * 0600.  bind never follows a symbolic link at the path and never
+   * replaces anything there (EADDRINUSE), even if something appeared
+   * since clear_path looked.  This runs before nbdkit serves, so
    * changing the process umask briefly does not race other files. */
   old_umask = umask (0177);
   r = bind (c->lfd, (struct sockaddr *) &addr, sizeof addr);
@@ -172,8 +206,17 @@ open_socket (struct ctl *c)
     return -1;
   }
 
-  /* Belt and braces: set the mode explicitly and check what we got. */
-  if (chmod (c->path, 0600) == -1 || lstat (c->path, &st) == -1) {
+  /* A default ACL on the directory overrides the umask: then set the
+   * mode.  Nobody can connect before listen below, which comes only
+   * after the mode is checked; and the directory is safe, so the path
+   * is still our socket (lstat first: chmod would follow a link). */
+  if (lstat (c->path, &st) == -1) {
+    c->d->cfg.error ("ctl=%s: %m", c->path);
+    unlink (c->path);
+    return -1;
+  }
+  if (S_ISSOCK (st.st_mode) && (st.st_mode & 07777) != 0600 &&
+      (chmod (c->path, 0600) == -1 || lstat (c->path, &st) == -1)) {
     c->d->cfg.error ("ctl=%s: setting mode 0600: %m", c->path);
     unlink (c->path);
     return -1;
@@ -184,7 +227,8 @@ open_socket (struct ctl *c)
                      "wanted a socket of mode 0600 owned by %ld",
                      c->path, (unsigned) (st.st_mode & 07777),
                      (long) st.st_uid, (long) geteuid ());
-    unlink (c->path);
+    if (S_ISSOCK (st.st_mode))
+      unlink (c->path);
     errno = EPERM;
     return -1;
   }
@@ -523,12 +567,44 @@ ctl_thread (void *arg)
   return NULL;
 }
 
+/* The default socket path of this process into BUF (LEN bytes),
+ * making the private directory if that is where it goes.  Reports
+ * errors through D. */
+static int
+default_socket (struct disk *d, char *buf, size_t len)
+{
+  char dir[PATH_MAX], why[PATH_MAX + 256];
+  bool is_private;
+
+  if (ctl_path_default_dir (dir, sizeof dir, &is_private) == -1 ||
+      ctl_default_path (buf, len, (long) getpid ()) == -1) {
+    d->cfg.error ("ctl: the default control socket path is too long; "
+                  "use ctl=PATH");
+    return -1;
+  }
+  if (is_private && ctl_path_make_private (dir, why, sizeof why) == -1) {
+    int err = errno;
+    d->cfg.error ("ctl: the default control socket directory: %s; "
+                  "remove or fix it, or choose a place with ctl=PATH", why);
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
 struct ctl *
 ctl_bind (struct disk *d, const char *path)
 {
+  char def[PATH_MAX];
   struct ctl *c;
   size_t i;
   int err;
+
+  if (path == NULL) {
+    if (default_socket (d, def, sizeof def) == -1)
+      return NULL;
+    path = def;
+  }
 
   c = calloc (1, sizeof *c);
   if (c == NULL) {

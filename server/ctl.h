@@ -1,6 +1,7 @@
 /* stabledif: the control socket (DESIGN §6).
  *
- * A Unix stream socket, mode 0600: one request line in, one JSON reply
+ * A Unix stream socket, mode 0600, in a directory only its user (or
+ * root) can write (ctl-path.h): one request line in, one JSON reply
  * line out, as many requests per connection as the client likes.  Verbs:
  * profile, counters, events [SINCE], reset, inject KIND LBA, help.  A
  * thread of its own serves it; nothing on it can change stable_writes,
@@ -15,14 +16,17 @@
 
 struct ctl;
 
-/* The default socket path for a server process PID: under
- * $XDG_RUNTIME_DIR if set, else /tmp.  Writes into BUF (LEN bytes);
- * returns -1 if it does not fit. */
+/* The default socket path for a server process PID: stabledif-PID.sock
+ * in $XDG_RUNTIME_DIR if set, else in the private directory
+ * ${TMPDIR:-/tmp}/stabledif-UID (ctl-path.h).  Writes into BUF (LEN
+ * bytes); looks only at the environment.  Returns -1 (ENAMETOOLONG) if
+ * it does not fit. */
 int ctl_default_path (char *buf, size_t len, long pid);
 
-/* Create the socket at PATH and start serving D.  Returns NULL after
- * reporting the error through D's error function.  Same as ctl_bind
- * followed by ctl_serve. */
+/* Create the socket at PATH (NULL: this process's default path, making
+ * the private directory if need be) and start serving D.  Returns NULL
+ * after reporting the error through D's error function.  Same as
+ * ctl_bind followed by ctl_serve. */
 struct ctl *ctl_start (struct disk *d, const char *path);
 
 /* The two halves of ctl_start, for a server that forks between them
@@ -34,6 +38,10 @@ struct ctl *ctl_start (struct disk *d, const char *path);
  * fails (C must still be passed to ctl_stop). */
 struct ctl *ctl_bind (struct disk *d, const char *path);
 int ctl_serve (struct ctl *c);
+
+/* The path of C's socket file (the default one if none was given), for
+ * announcing it.  Valid until ctl_stop. */
+const char *ctl_socket_path (const struct ctl *c);
 
 /* Stop serving (if ctl_serve ran), remove the socket file, free C.
  * NULL is a no-op. */

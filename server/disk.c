@@ -588,6 +588,14 @@ dif_read (struct disk *d, uint8_t *buf, uint64_t count, uint64_t offset)
     return r;
   }
 
+  if (d->store->ops->read_ext) {
+    /* The store lays out extended blocks itself. */
+    lock_blocks (d, &h, lba, n, false);
+    r = d->store->ops->read_ext (d->store, lba, n, buf);
+    unlock_blocks (d, &h);
+    return r;
+  }
+
   pi = malloc (n * tu);
   if (pi == NULL) {
     disk_error (&d->cfg, "dif view read: %m");
@@ -643,6 +651,14 @@ dif_write (struct disk *d, const struct disk_io *io, const uint8_t *buf,
                 "); nothing was stored", what, f.count, n, offset, count);
     errno = EIO;
     return -1;
+  }
+
+  if (d->store->ops->write_ext) {
+    /* Straight from the extended blocks into the store. */
+    lock_blocks (d, &h, lba, n, true);
+    r = d->store->ops->write_ext (d->store, lba, n, buf, fua);
+    unlock_blocks (d, &h);
+    return r;
   }
 
   /* The store takes data and tuples separately. */

@@ -230,6 +230,59 @@ mem_write (struct store *s, uint64_t lba, uint64_t nblocks,
 }
 
 static int
+mem_read_ext (struct store *s, uint64_t lba, uint64_t nblocks, uint8_t *ext)
+{
+  struct store_memory *m = (struct store_memory *) s;
+  const size_t iv = s->geom.interval, tu = s->tuple;
+  uint64_t i;
+
+  while (nblocks > 0) {
+    uint64_t n = run_in_chunk (m, lba, nblocks);
+    uint64_t b = block_in_chunk (m, lba);
+    const uint8_t *c = chunk_find (m, lba / m->blocks_per_chunk, NULL);
+
+    for (i = 0; i < n; i++, ext += iv + tu) {
+      if (c) {
+        memcpy (ext, c + (b + i) * iv, iv);
+        memcpy (ext + iv, c + CHUNK_BYTES + (b + i) * tu, tu);
+      }
+      else {
+        memset (ext, 0, iv);
+        memset (ext + iv, 0xff, tu);
+      }
+    }
+    lba += n;
+    nblocks -= n;
+  }
+  return 0;
+}
+
+static int
+mem_write_ext (struct store *s, uint64_t lba, uint64_t nblocks,
+               const uint8_t *ext, bool fua)
+{
+  struct store_memory *m = (struct store_memory *) s;
+  const size_t iv = s->geom.interval, tu = s->tuple;
+  uint64_t i;
+
+  while (nblocks > 0) {
+    uint64_t n = run_in_chunk (m, lba, nblocks);
+    uint64_t b = block_in_chunk (m, lba);
+    uint8_t *c = chunk_get (m, lba / m->blocks_per_chunk);
+
+    if (c == NULL)
+      return -1;
+    for (i = 0; i < n; i++, ext += iv + tu) {
+      memcpy (c + (b + i) * iv, ext, iv);
+      memcpy (c + CHUNK_BYTES + (b + i) * tu, ext + iv, tu);
+    }
+    lba += n;
+    nblocks -= n;
+  }
+  return 0;
+}
+
+static int
 mem_zero (struct store *s, uint64_t lba, uint64_t nblocks, bool fua)
 {
   struct store_memory *m = (struct store_memory *) s;
@@ -330,6 +383,8 @@ static const struct store_ops memory_ops = {
   .name = "memory",
   .read = mem_read,
   .write = mem_write,
+  .read_ext = mem_read_ext,
+  .write_ext = mem_write_ext,
   .zero = mem_zero,
   .flush = mem_flush,
   .extent = mem_extent,

@@ -49,6 +49,16 @@ struct store_ops {
   int (*write) (struct store *s, uint64_t lba, uint64_t nblocks,
                 const uint8_t *data, const uint8_t *pi, bool fua);
 
+  /* Optional (NULL: the caller splits and joins with read and write).
+   * Only called when the tuple size is not 0.  As read and write, but
+   * with each block's data and tuple together in the extended layout
+   * (interval + tuple bytes per block, NBLOCKS of them at EXT), so the
+   * dif view moves every byte once. */
+  int (*read_ext) (struct store *s, uint64_t lba, uint64_t nblocks,
+                   uint8_t *ext);
+  int (*write_ext) (struct store *s, uint64_t lba, uint64_t nblocks,
+                    const uint8_t *ext, bool fua);
+
   /* Make NBLOCKS blocks at LBA read as zeros with all-ones PI, releasing
    * their space where possible.  FUA as in write. */
   int (*zero) (struct store *s, uint64_t lba, uint64_t nblocks, bool fua);

@@ -40,8 +40,26 @@ requires () {
 # A private temporary directory, removed at exit.
 tmpdir=$(mktemp -d "${TMPDIR:-/tmp}/stabledif-test.XXXXXX")
 cleanup_hooks=""
+# valgrind_reports: print every non-empty valgrind report of nbdkit
+# (valgrind mode, see run_nbdkit) and fail if there is one.
+valgrind_reports () {
+  local f bad=0
+  [ -d "$tmpdir/valgrind" ] || return 0
+  for f in "$tmpdir"/valgrind/*.log; do
+    [ -s "$f" ] || continue
+    echo "$0: FAIL: valgrind found errors in nbdkit (${f##*/}):" >&2
+    cat "$f" >&2
+    bad=1
+  done
+  return $bad
+}
+
 cleanup () {
   for h in $cleanup_hooks; do "$h" || :; done
+  if ! valgrind_reports; then
+    rm -rf "$tmpdir"
+    exit 99                     # automake's ERROR, as for the unit tests
+  fi
   rm -rf "$tmpdir"
 }
 trap cleanup EXIT
@@ -69,14 +87,44 @@ if ldd "$PLUGIN" 2>/dev/null | grep -q 'libasan'; then
   fi
 fi
 
-# run_nbdkit ARGS...: nbdkit (with the preload above if needed), cut off
-# after $STABLEDIF_TEST_TIMEOUT seconds.  Use it for every nbdkit run.
+# Valgrind mode ("make check-valgrind" sets STABLEDIF_VALGRIND=1, for an
+# ordinary build): every nbdkit of run_nbdkit runs under memcheck, so the
+# plugin is checked as nbdkit really loads it.  nbdkit --run forks the
+# server into a child and exits with the --run command's status, never
+# the server's, so valgrind's exit code cannot carry the verdict: every
+# process writes its report to $tmpdir/valgrind/PID.log (empty unless
+# memcheck found an error or a definite leak) and the test exits 99
+# (ERROR) if any report is not empty (valgrind_reports in cleanup).
+# Under valgrind nbdkit starts and serves many times slower: the cut-off
+# is tripled.
+: "${STABLEDIF_VALGRIND:=}"
+: "${VALGRIND:=valgrind}"
+nbdkit_valgrind=()
+if [ -n "$STABLEDIF_VALGRIND" ]; then
+  if [ -n "$nbdkit_preload" ]; then
+    echo "$0: STABLEDIF_VALGRIND=1: not in a --enable-sanitizers build" >&2
+    exit 1
+  fi
+  requires "$VALGRIND"
+  mkdir "$tmpdir/valgrind"
+  nbdkit_valgrind=("$VALGRIND" --quiet --tool=memcheck --error-exitcode=99
+    --leak-check=full --show-leak-kinds=definite
+    --errors-for-leak-kinds=definite --track-origins=no --keep-debuginfo=yes
+    --suppressions="$srcdir/valgrind.supp"
+    --log-file="$tmpdir/valgrind/%p.log")
+  STABLEDIF_TEST_TIMEOUT=$((STABLEDIF_TEST_TIMEOUT * 3))
+fi
+
+# run_nbdkit ARGS...: nbdkit (with the preload above if needed, under
+# valgrind in valgrind mode), cut off after $STABLEDIF_TEST_TIMEOUT
+# seconds.  Use it for every nbdkit run.
 run_nbdkit () {
   if [ -n "$nbdkit_preload" ]; then
     LD_PRELOAD="$nbdkit_preload${LD_PRELOAD:+ $LD_PRELOAD}" \
       timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "$@"
   else
-    timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "$@"
+    timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" \
+      ${nbdkit_valgrind[@]+"${nbdkit_valgrind[@]}"} "$NBDKIT" "$@"
   fi
 }
 

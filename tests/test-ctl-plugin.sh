@@ -288,6 +288,7 @@ expect_config_error "not a socket" size=1M ctl="$tmpdir/link"
 # exit handlers after any error message that includes strerror -- nbdkit's
 # own file plugin too -- so the run would only end at the timeout.)
 if [ -z "$nbdkit_preload" ]; then
-  expect_config_error "ctl=.*bind" size=1M ctl="$tmpdir/no/such/dir/s.sock"
+  expect_config_error "ctl=.*directory .*No such file" size=1M \
+    ctl="$tmpdir/no/such/dir/s.sock"
 fi
 echo "ok: bad ctl= paths refused"

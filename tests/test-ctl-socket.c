@@ -208,30 +208,45 @@ assert_answers (const char *p)
 
 START_TEST (test_default_path)
 {
-  char buf[256];
+  char buf[256], want[256];
   const char *old = getenv ("XDG_RUNTIME_DIR");
+  const char *oldtmp = getenv ("TMPDIR");
   char *saved = old ? strdup (old) : NULL;
+  char *savedtmp = oldtmp ? strdup (oldtmp) : NULL;
 
+  unsetenv ("TMPDIR");
   setenv ("XDG_RUNTIME_DIR", "/run/user/1000", 1);
   ck_assert_int_eq (ctl_default_path (buf, sizeof buf, 4242), 0);
   ck_assert_str_eq (buf, "/run/user/1000/stabledif-4242.sock");
+  /* Without it: the private directory in /tmp, never /tmp itself. */
   unsetenv ("XDG_RUNTIME_DIR");
+  snprintf (want, sizeof want, "/tmp/stabledif-%ld/stabledif-17.sock",
+            (long) geteuid ());
   ck_assert_int_eq (ctl_default_path (buf, sizeof buf, 17), 0);
-  ck_assert_str_eq (buf, "/tmp/stabledif-17.sock");
+  ck_assert_str_eq (buf, want);
   setenv ("XDG_RUNTIME_DIR", "", 1);     /* empty: ignored */
   ck_assert_int_eq (ctl_default_path (buf, sizeof buf, 17), 0);
-  ck_assert_str_eq (buf, "/tmp/stabledif-17.sock");
+  ck_assert_str_eq (buf, want);
   ck_assert_int_eq (ctl_default_path (buf, 10, 17), -1);
-  ck_assert_int_eq (ctl_default_path (buf, strlen ("/tmp/stabledif-17.sock"),
-                                      17), -1);
-  ck_assert_int_eq (ctl_default_path (buf,
-                                      strlen ("/tmp/stabledif-17.sock") + 1,
-                                      17), 0);
+  ck_assert_int_eq (ctl_default_path (buf, strlen (want), 17), -1);
+  ck_assert_int_eq (ctl_default_path (buf, strlen (want) + 1, 17), 0);
+  /* TMPDIR moves the private directory. */
+  setenv ("TMPDIR", "/var/tmp/", 1);
+  snprintf (want, sizeof want, "/var/tmp/stabledif-%ld/stabledif-17.sock",
+            (long) geteuid ());
+  ck_assert_int_eq (ctl_default_path (buf, sizeof buf, 17), 0);
+  ck_assert_str_eq (buf, want);
+
   if (saved)
     setenv ("XDG_RUNTIME_DIR", saved, 1);
   else
     unsetenv ("XDG_RUNTIME_DIR");
+  if (savedtmp)
+    setenv ("TMPDIR", savedtmp, 1);
+  else
+    unsetenv ("TMPDIR");
   free (saved);
+  free (savedtmp);
 }
 END_TEST
 
@@ -360,7 +375,8 @@ START_TEST (test_path_too_long)
   ck_assert_ptr_null (ctl_start (d, longpath));
   ck_assert_msg (strstr (last_error, "bytes") != NULL, "%s", last_error);
   ck_assert_ptr_null (ctl_start (d, "/nonexistent-dir-stabledif/x.sock"));
-  ck_assert_msg (strstr (last_error, "bind") != NULL, "%s", last_error);
+  ck_assert_msg (strstr (last_error, "directory /nonexistent-dir-stabledif: "
+                         "No such file") != NULL, "%s", last_error);
 }
 END_TEST
 

@@ -346,6 +346,57 @@ START_TEST (concurrent_allocation)
 }
 END_TEST
 
+/* The extended-layout calls (the dif view's): write_ext stores what
+ * write would from the same blocks joined, read_ext gives the joined
+ * blocks back, across chunk boundaries, with never-written blocks as
+ * zeros and all-ones PI; nothing outside the range changes. */
+START_TEST (extended_layout)
+{
+  /* 512-byte blocks: 128 per chunk; 100..300 spans three chunks. */
+  struct store *s = open_store (4096, 512, "T10-DIF-TYPE1-CRC");
+  const uint32_t iv = 512, tu = 8, es = iv + tu;
+  const uint64_t n = 200, lba = 100;
+  uint8_t *data = malloc (n * iv), *pi = malloc (n * tu);
+  uint8_t *ext = malloc (n * es), *back = malloc ((n + 2) * es);
+  uint64_t i;
+
+  ck_assert_ptr_nonnull (s->ops->read_ext);
+  ck_assert_ptr_nonnull (s->ops->write_ext);
+  pattern (data, pi, lba, n, iv, tu, 7);
+  for (i = 0; i < n; i++) {
+    memcpy (ext + i * es, data + i * iv, iv);
+    memcpy (ext + i * es + iv, pi + i * tu, tu);
+  }
+  ck_assert_int_eq (s->ops->write_ext (s, lba, n, ext, false), 0);
+  /* The separate layout sees exactly the pattern. */
+  expect_pattern (s, lba, n, 7);
+  expect_unwritten (s, 0, lba);
+  expect_unwritten (s, lba + n, 4096 - lba - n);
+
+  /* One block either side: the first is in an allocated chunk, the last
+   * one's chunk (2) is allocated too; both never written. */
+  memset (back, 0x5a, (n + 2) * es);
+  ck_assert_int_eq (s->ops->read_ext (s, lba - 1, n + 2, back), 0);
+  ck_assert (all_bytes (back, iv, 0));
+  ck_assert (all_bytes (back + iv, tu, 0xff));
+  ck_assert_mem_eq (back + es, ext, n * es);
+  ck_assert (all_bytes (back + (n + 1) * es, iv, 0));
+  ck_assert (all_bytes (back + (n + 1) * es + iv, tu, 0xff));
+
+  /* A chunk never allocated reads as zeros with all-ones PI. */
+  memset (back, 0x5a, 3 * es);
+  ck_assert_int_eq (s->ops->read_ext (s, 1000, 3, back), 0);
+  for (i = 0; i < 3; i++) {
+    ck_assert (all_bytes (back + i * es, iv, 0));
+    ck_assert (all_bytes (back + i * es + iv, tu, 0xff));
+  }
+  expect_extent (s, 512, 4096 - 512, false, 4096 - 512);
+
+  free (data); free (pi); free (ext); free (back);
+  s->ops->close (s);
+}
+END_TEST
+
 static Suite *
 store_memory_suite (void)
 {
@@ -360,6 +411,7 @@ store_memory_suite (void)
   tcase_add_test (tc, last_partial_chunk);
   tcase_add_test (tc, format_none);
   tcase_add_test (tc, concurrent_allocation);
+  tcase_add_test (tc, extended_layout);
   suite_add_tcase (s, tc);
   return s;
 }
