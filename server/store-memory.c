@@ -229,6 +229,8 @@ mem_write (struct store *s, uint64_t lba, uint64_t nblocks,
   return 0;
 }
 
+/* store_ops.read_ext: blocks of unwritten chunks read as zeros with
+ * all-ones tuples, like mem_read. */
 static int
 mem_read_ext (struct store *s, uint64_t lba, uint64_t nblocks, uint8_t *ext)
 {
@@ -257,6 +259,8 @@ mem_read_ext (struct store *s, uint64_t lba, uint64_t nblocks, uint8_t *ext)
   return 0;
 }
 
+/* store_ops.write_ext: allocates chunks as mem_write does; -1 (ENOMEM,
+ * reported by chunk_get) may leave earlier chunks written. */
 static int
 mem_write_ext (struct store *s, uint64_t lba, uint64_t nblocks,
                const uint8_t *ext, bool fua)
