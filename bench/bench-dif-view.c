@@ -49,13 +49,28 @@ struct options {
   int only;                     /* 0 write, 1 read, -1 both */
   int side;                     /* 0 only libstabledif, 1 only the
                                    baseline, -1 both (for profiling) */
+  bool from_thread;             /* libstabledif: submit from the main
+                                   thread (a window like the baseline's)
+                                   rather than from completion callbacks */
 };
 
 /* ---- the two sides: a table of operations ---- */
 
+struct side;
+
+/* One request slot of a callback-driven run: its buffer is reused by
+ * the request submitted when it completes. */
+struct slot {
+  struct side *s;               /* the side */
+  unsigned index;               /* which DEPTH-th part of the buffers */
+};
+
 /* One side of the comparison. */
 struct side {
   const char *name;             /* printed */
+  /* Time one run (see run below), or NULL for the generic window. */
+  double (*run) (struct side *s, const struct options *o, bool write,
+                 uint8_t *bufs, size_t count, double secs);
   /* Submit one request; 0 or -1 (message printed). */
   int (*submit) (struct side *s, bool write, void *buf, size_t count,
                  uint64_t offset);
@@ -66,6 +81,16 @@ struct side {
   pthread_cond_t cond;          /* stabledif: a request completed */
   unsigned in_flight;           /* stabledif: requests not completed */
   int failed;                   /* first errno of a failed request */
+  /* Callback-driven run (libstabledif), under LOCK: */
+  struct slot *slots;           /* DEPTH slots */
+  bool write;                   /* writes, else reads */
+  uint8_t *bufs;                /* DEPTH * COUNT bytes */
+  size_t count;                 /* bytes per request */
+  uint64_t span;                /* offsets wrap at this */
+  uint64_t off;                 /* offset of the next request */
+  uint64_t bytes;               /* bytes submitted */
+  bool once;                    /* stop after one pass over the span */
+  bool stop;                    /* submit no more */
 };
 
 /* libstabledif completion (its I/O thread). */
@@ -121,6 +146,145 @@ sd_wait_below (struct side *s, unsigned max)
     return -1;
   }
   return 0;
+}
+
+/* ---- libstabledif, completion-driven: the way the library's manual
+ * recommends for throughput (a callback submits the next request on the
+ * I/O thread, which picks it up before it polls again) ---- */
+
+/* Offset of the next request, under LOCK; false when a single pass is
+ * over (and then STOP is set). */
+static bool
+chain_next (struct side *s, uint64_t *off)
+{
+  if (s->stop)
+    return false;
+  if (s->off + s->count > s->span) {
+    s->off = 0;
+    if (s->once) {
+      s->stop = true;
+      return false;
+    }
+  }
+  *off = s->off;
+  s->off += s->count;
+  s->bytes += s->count;
+  s->in_flight++;
+  return true;
+}
+
+static void chain_done (void *user_data, int error);
+
+/* Submit the request of SLOT at OFF; on failure undo its accounting. */
+static void
+chain_submit (struct slot *slot, uint64_t off)
+{
+  struct side *s = slot->s;
+  void *buf = s->bufs + (size_t) slot->index * s->count;
+  int64_t c;
+
+  if (s->write)
+    c = stabledif_aio_pwrite (s->h, buf, s->count, off, 0, chain_done, slot);
+  else
+    c = stabledif_aio_pread (s->h, buf, s->count, off, NULL, 0, chain_done,
+                             slot);
+  if (c == -1) {
+    fprintf (stderr, PROG ": %s\n", stabledif_get_error ());
+    pthread_mutex_lock (&s->lock);
+    if (!s->failed)
+      s->failed = EIO;
+    s->stop = true;
+    s->in_flight--;
+    pthread_cond_signal (&s->cond);
+    pthread_mutex_unlock (&s->lock);
+  }
+}
+
+/* Completion (I/O thread): reuse the slot for the next request. */
+static void
+chain_done (void *user_data, int error)
+{
+  struct slot *slot = user_data;
+  struct side *s = slot->s;
+  uint64_t off;
+  bool more;
+
+  pthread_mutex_lock (&s->lock);
+  if (error && !s->failed) {
+    s->failed = error;
+    s->stop = true;
+  }
+  s->in_flight--;
+  more = chain_next (s, &off);
+  if (s->in_flight == 0 || s->stop)
+    pthread_cond_signal (&s->cond);
+  pthread_mutex_unlock (&s->lock);
+  if (more)
+    chain_submit (slot, off);
+}
+
+static double now (void);
+
+/* Like run below, but the requests after the first DEPTH are submitted
+ * by completion callbacks. */
+static double
+sd_run_chained (struct side *s, const struct options *o, bool write,
+                uint8_t *bufs, size_t count, double secs)
+{
+  struct timespec deadline;
+  double t0, t;
+  unsigned i;
+  int failed;
+
+  pthread_mutex_lock (&s->lock);
+  s->write = write;
+  s->bufs = bufs;
+  s->count = count;
+  s->span = o->span;
+  s->off = s->bytes = 0;
+  s->once = secs == 0;
+  s->stop = false;
+  s->failed = 0;
+  pthread_mutex_unlock (&s->lock);
+
+  t0 = now ();
+  for (i = 0; i < o->depth; i++) {
+    uint64_t off;
+    bool more;
+
+    pthread_mutex_lock (&s->lock);
+    more = chain_next (s, &off);
+    pthread_mutex_unlock (&s->lock);
+    if (!more)
+      break;
+    chain_submit (&s->slots[i], off);
+  }
+
+  clock_gettime (CLOCK_REALTIME, &deadline);
+  if (secs > 0) {
+    double end = (double) deadline.tv_sec + (double) deadline.tv_nsec / 1e9
+      + secs;
+    deadline.tv_sec = (time_t) end;
+    deadline.tv_nsec = (long) ((end - (double) deadline.tv_sec) * 1e9);
+  }
+  pthread_mutex_lock (&s->lock);
+  /* A timed round: until the deadline (or a failure); then let what is
+   * in flight finish. */
+  while (secs > 0 && !s->stop &&
+         pthread_cond_timedwait (&s->cond, &s->lock, &deadline) == 0)
+    ;
+  s->stop = true;
+  while (s->in_flight > 0)
+    pthread_cond_wait (&s->cond, &s->lock);
+  failed = s->failed;
+  pthread_mutex_unlock (&s->lock);
+  t = now () - t0;
+  if (failed) {
+    fprintf (stderr, PROG ": %s: a request failed: %s\n", s->name,
+             strerror (failed));
+    return -1;
+  }
+  return (double) s->bytes / t;
 }
 
 /* libnbd completion. */
@@ -189,8 +353,11 @@ run (struct side *s, const struct options *o, bool write, uint8_t *bufs,
      size_t count, double secs)
 {
   uint64_t off = 0, bytes = 0, n = 0;
-  double t0 = now (), t;
+  double t0, t;
 
+  if (s->run)
+    return s->run (s, o, write, bufs, count, secs);
+  t0 = now ();
   for (;;) {
     if (s->wait_below (s, o->depth) == -1)
       return -1;
@@ -232,6 +399,9 @@ usage (FILE *fp)
 "  --size BYTES     only this request size (default 4096 and 131072)\n"
 "  --only write|read  only writes or only reads\n"
 "  --side libstabledif|baseline  time one side only (for a profiler)\n"
+"  --submit callback|thread  libstabledif: submit from completion\n"
+"                   callbacks (default), or from the main thread in a\n"
+"                   window like the baseline's\n"
 "  --check          exit 1 if a ratio is below %.2f\n", TARGET);
 }
 
@@ -248,6 +418,7 @@ parse_options (int argc, char **argv, struct options *o)
     { "size", required_argument, NULL, 'z' },
     { "only", required_argument, NULL, 'o' },
     { "side", required_argument, NULL, 'S' },
+    { "submit", required_argument, NULL, 'T' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -262,6 +433,7 @@ parse_options (int argc, char **argv, struct options *o)
   o->size = 0;
   o->only = -1;
   o->side = -1;
+  o->from_thread = false;
   while ((c = getopt_long (argc, argv, "h", longopts, NULL)) != -1) {
     char *end;
     unsigned long long v;
@@ -277,6 +449,14 @@ parse_options (int argc, char **argv, struct options *o)
       else if (strcmp (optarg, "baseline") == 0) o->side = 1;
       else {
         fprintf (stderr, PROG ": --side libstabledif|baseline\n");
+        return -1;
+      }
+      break;
+    case 'T':
+      if (strcmp (optarg, "callback") == 0) o->from_thread = false;
+      else if (strcmp (optarg, "thread") == 0) o->from_thread = true;
+      else {
+        fprintf (stderr, PROG ": --submit callback|thread\n");
         return -1;
       }
       break;
@@ -316,16 +496,30 @@ parse_options (int argc, char **argv, struct options *o)
 }
 
 static int
-connect_sd (struct side *s, const char *uri, const char *policy)
+connect_sd (struct side *s, const char *uri, const struct options *o)
 {
   struct stabledif_handle *h = stabledif_create ();
-  int p = stabledif_policy_from_name (policy);
+  int p = stabledif_policy_from_name (o->policy);
+  unsigned i;
 
   s->name = "libstabledif";
   s->submit = sd_submit;
   s->wait_below = sd_wait_below;
   pthread_mutex_init (&s->lock, NULL);
   pthread_cond_init (&s->cond, NULL);
+  if (!o->from_thread) {
+    s->run = sd_run_chained;
+    s->slots = calloc (o->depth, sizeof *s->slots);
+    if (s->slots == NULL) {
+      perror (PROG ": calloc");
+      stabledif_close (h);
+      return -1;
+    }
+    for (i = 0; i < o->depth; i++) {
+      s->slots[i].s = s;
+      s->slots[i].index = i;
+    }
+  }
   if (h == NULL || p == -1 ||
       stabledif_set_policy (h, (enum stabledif_policy) p) == -1 ||
       stabledif_connect_uri (h, uri) == -1) {
@@ -369,7 +563,7 @@ main (int argc, char **argv)
 
   if (parse_options (argc, argv, &o) == -1)
     return 2;
-  if (connect_sd (&sd, argv[optind], o.policy) == -1 ||
+  if (connect_sd (&sd, argv[optind], &o) == -1 ||
       connect_nbd (&nb, argv[optind + 1]) == -1)
     goto out;
   sd_size = stabledif_get_size (sd.h);
@@ -404,6 +598,9 @@ main (int argc, char **argv)
   printf (PROG ": %s (policy %s, profile: %s)\n  against %s\n",
           argv[optind], o.policy, stabledif_get_profile (sd.h),
           argv[optind + 1]);
+  printf ("libstabledif submits from %s; libnbd from one thread "
+          "polling\n", o.from_thread ? "the main thread (a window)"
+          : "completion callbacks");
   printf ("queue depth %u, span %" PRIu64 " MiB, best of %u rounds of %.0f "
           "ms, the two sides alternately\n\n", o.depth, o.span >> 20,
           o.rounds, o.round_secs * 1000);
@@ -417,8 +614,8 @@ main (int argc, char **argv)
 
     /* Fill the span once on both sides, so that reads verify real PI
      * rather than skipping never-written (all-ones) blocks. */
-    if (run (&sd, &o, true, wbufs, sizes[k], 0) < 0 ||
-        run (&nb, &o, true, wbufs, sizes[k], 0) < 0)
+    if ((o.side != 1 && run (&sd, &o, true, wbufs, sizes[k], 0) < 0) ||
+        (o.side != 0 && run (&nb, &o, true, wbufs, sizes[k], 0) < 0))
       goto out;
     for (r = 0; r < o.rounds; r++)
       for (w = 0; w < 2; w++) {
@@ -458,6 +655,7 @@ main (int argc, char **argv)
  out:
   free (wbufs);
   free (rbufs);
+  free (sd.slots);
   if (sd.h)
     stabledif_close (sd.h);
   if (nb.h) {

@@ -111,13 +111,22 @@ typedef void (*layout_mismatch_fn) (void *opaque, uint64_t index,
                                     uint64_t guard_sent);
 
 /* Copy-out ("the DMA"): build NBLOCKS extended blocks at EXT from data
- * at SRC and packed tuples at TUPLES, recomputing the guard of each
- * interval while copying it and comparing it with the tuple's.  Calls FN
- * (if not NULL) for each block that differs and returns their number. */
+ * at SRC and packed tuples at TUPLES.  With CHECK, recompute the guard of
+ * each interval while copying it and compare it with the tuple's, call FN
+ * (if not NULL) for each block that differs and return their number;
+ * without, only copy (returns 0). */
 uint64_t layout_join (const struct pi_params *p, const uint8_t *src,
                       const uint8_t *tuples, uint8_t *ext,
-                      uint64_t nblocks, layout_mismatch_fn fn,
+                      uint64_t nblocks, bool check, layout_mismatch_fn fn,
                       void *opaque);
+
+/* After copy-out without CHECK: recompute the guard of the data of each
+ * of the NBLOCKS extended blocks at EXT (what was sent), compare it with
+ * the guard of the packed tuple at TUPLES (computed at submit), call FN
+ * for each block that differs and return their number. */
+uint64_t layout_recheck (const struct pi_params *p, const uint8_t *tuples,
+                         const uint8_t *ext, uint64_t nblocks,
+                         layout_mismatch_fn fn, void *opaque);
 
 /* Read side: verify NBLOCKS extended blocks at EXT (the first at LBA),
  * calling FN for each failed block, then split them into DATA and (if
@@ -187,6 +196,8 @@ struct request {
   size_t changed_alloc;         /* allocated entries in CHANGED */
   uint64_t mismatched;          /* blocks whose guard changed (may exceed
                                    NCHANGED if memory ran out) */
+  bool checked;                 /* the guards were recomputed at copy-out
+                                   (else only if the device rejects) */
 
   /* Reads. */
   uint8_t *dst;                 /* the caller's data buffer */

@@ -205,9 +205,12 @@ io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
   h->queue_tail = r;
   h->in_flight++;
   /* One wake-up until the I/O thread looks at the queue again: while it
-   * is busy, requests submitted meanwhile cost no system call. */
-  need_wake = !h->wake_pending;
-  h->wake_pending = true;
+   * is busy, requests submitted meanwhile cost no system call.  A
+   * callback submitting on the I/O thread needs none: that thread looks
+   * at the queue before it polls again. */
+  need_wake = !h->wake_pending && !io_on_io_thread (h);
+  if (need_wake)
+    h->wake_pending = true;
   pthread_mutex_unlock (&h->lock);
   if (need_wake)
     wake (h);

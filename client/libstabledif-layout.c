@@ -2,10 +2,11 @@
  *
  * Submit side: PI is generated over the caller's data (optionally while
  * copying it, for snapshots and forensics).  Copy-out side: data and
- * tuples are joined into extended blocks, and the guard of what is
- * actually copied is recomputed in the same pass, so a buffer that
- * changed after its checksum is caught by the client too.  Read side:
- * verify, then split.  Buffers may start at any address.
+ * tuples are joined into extended blocks; where the caller's buffer may
+ * have changed, the guard of what is actually copied is recomputed in the
+ * same pass, so that the client catches the change too; otherwise it can
+ * be recomputed over the sent blocks after the device rejected them.
+ * Read side: verify, then split.  Buffers may start at any address.
  */
 #include <config.h>
 
@@ -59,7 +60,7 @@ layout_generate (const struct pi_params *p, const uint8_t *src,
 uint64_t
 layout_join (const struct pi_params *p, const uint8_t *src,
              const uint8_t *tuples, uint8_t *ext, uint64_t nblocks,
-             layout_mismatch_fn fn, void *opaque)
+             bool check, layout_mismatch_fn fn, void *opaque)
 {
   const struct pi_format *f = p->format;
   const uint32_t iv = p->interval;
@@ -69,6 +70,10 @@ layout_join (const struct pi_params *p, const uint8_t *src,
 
   if (f->guard == PI_GUARD_NONE) {
     memcpy (ext, src, nblocks * iv);
+    return 0;
+  }
+  if (!check) {
+    pi_join_ext (p, src, tuples, ext, nblocks);
     return 0;
   }
 
@@ -82,6 +87,33 @@ layout_join (const struct pi_params *p, const uint8_t *src,
     sent = pi_guard_copy (f, e, src + i * iv, iv);
     memcpy (e + iv, tp, ts);
     pi_tuple_decode (f, tp, &t);
+    if (sent != t.guard) {
+      n++;
+      if (fn)
+        fn (opaque, i, t.guard, sent);
+    }
+  }
+  return n;
+}
+
+uint64_t
+layout_recheck (const struct pi_params *p, const uint8_t *tuples,
+                const uint8_t *ext, uint64_t nblocks,
+                layout_mismatch_fn fn, void *opaque)
+{
+  const struct pi_format *f = p->format;
+  const uint32_t iv = p->interval;
+  const unsigned ts = f->tuple_size;
+  const uint32_t es = iv + ts;
+  uint64_t i, n = 0;
+
+  if (f->guard == PI_GUARD_NONE)
+    return 0;
+  for (i = 0; i < nblocks; ++i) {
+    uint64_t sent = pi_guard_compute (f, ext + i * es, iv);
+    struct pi_tuple t;
+
+    pi_tuple_decode (f, tuples + i * ts, &t);
     if (sent != t.guard) {
       n++;
       if (fn)

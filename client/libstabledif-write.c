@@ -222,8 +222,15 @@ write_issue (struct request *r)
 
   r->refs = 1;
   if (r->ext) {
+    /* Recompute the guards while copying where the caller's buffer may
+     * have changed and nobody else would tell: policy none, and with
+     * forensics.  Under wait and wait-sent the caller promised not to
+     * change it (a change is found after the device rejects the write,
+     * in write_complete); a snapshot cannot change. */
+    r->checked = r->policy == STABLEDIF_POLICY_NONE ||
+      (r->forensics && r->policy != STABLEDIF_POLICY_SNAPSHOT);
     changed = layout_join (&h->pi, r->src, r->tuples, r->ext, r->nblocks,
-                           on_mismatch, r);
+                           r->checked, on_mismatch, r);
     r->mismatched = changed;
     r->wire = r->ext;
   }
@@ -284,10 +291,24 @@ write_complete (struct request *r)
   stabledif_forensics_callback fcb;
   void *fcb_data;
 
+  uint64_t changed = 0;
+
+  /* Rejected although nothing was checked at copy-out: find the blocks
+   * whose sent data no longer matches the guard computed at submit (the
+   * sent blocks are still at EXT). */
+  if (rejected && r->ext && !r->checked && r->tuples) {
+    changed = layout_recheck (&h->pi, r->tuples, r->ext, r->nblocks,
+                              on_mismatch, r);
+    r->mismatched = changed;
+  }
   if (rejected && r->msg == NULL)
     rejected_message (r);
 
   pthread_mutex_lock (&h->lock);
+  if (changed) {
+    h->stats.mismatches++;
+    h->stats.mismatched_blocks += changed;
+  }
   h->stats.writes++;
   h->stats.write_bytes += r->count;
   if (r->error)

@@ -177,11 +177,23 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     for (i = 0; i < n; i++)
       memcpy (pi + i * ts, ext + i * es + iv, ts);
   e = (struct expect) { .p = &pp, .ext = ext, .nblocks = n, .lba = lba };
-  FUZZ_ASSERT (layout_join (&pp, out, pi, ext2, n, on_join_mismatch, &e)
-               == guard_bad && e.calls == guard_bad,
+  FUZZ_ASSERT (layout_join (&pp, out, pi, ext2, n, true, on_join_mismatch,
+                            &e) == guard_bad && e.calls == guard_bad,
                "layout_join: %llu mismatches reported, %llu guards wrong",
                (unsigned long long) e.calls, (unsigned long long) guard_bad);
   FUZZ_ASSERT (memcmp (ext2, ext, n * es) == 0, "layout_join changed blocks");
+  /* Without the check: the same blocks, and a recheck of them reports
+   * the same guards. */
+  memset (ext2, 0, n * es);
+  FUZZ_ASSERT (layout_join (&pp, out, pi, ext2, n, false, NULL, NULL) == 0,
+               "layout_join without check reported mismatches");
+  FUZZ_ASSERT (memcmp (ext2, ext, n * es) == 0,
+               "layout_join without check changed blocks");
+  e.calls = e.next = 0;
+  FUZZ_ASSERT (layout_recheck (&pp, pi, ext2, n, on_join_mismatch, &e)
+               == guard_bad && e.calls == guard_bad,
+               "layout_recheck: %llu mismatches reported, %llu guards wrong",
+               (unsigned long long) e.calls, (unsigned long long) guard_bad);
 
   /* And generate: what it makes passes the check. */
   gen_copy = malloc (n * iv);

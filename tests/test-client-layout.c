@@ -191,7 +191,7 @@ START_TEST (test_join_layout)
 
     fill (src, nb * iv, (uint32_t) k + 100);
     layout_generate (&p, src, NULL, tuples, nb, lba);
-    n = layout_join (&p, src, tuples, ext, nb, log_mismatch, &log);
+    n = layout_join (&p, src, tuples, ext, nb, true, log_mismatch, &log);
     ck_assert_uint_eq (n, 0);
     ck_assert_uint_eq (log.n, 0);
     for (i = 0; i < nb; ++i) {
@@ -236,7 +236,7 @@ START_TEST (test_join_detects_change)
     /* The buffer changes after its checksum, in blocks 2 and 5. */
     src[2 * iv + 100] ^= 0x01;
     src[5 * iv + iv - 1] += 1;
-    ck_assert_uint_eq (layout_join (&p, src, tuples, ext, nb,
+    ck_assert_uint_eq (layout_join (&p, src, tuples, ext, nb, true,
                                     log_mismatch, &log), 2);
     ck_assert_uint_eq (log.n, 2);
     ck_assert_uint_eq (log.index[0], 2);
@@ -251,7 +251,33 @@ START_TEST (test_join_detects_change)
     ck_assert (memcmp (ext + 2 * es, src + 2 * iv, iv) == 0);
     ck_assert_uint_eq (pi_verify_ext (&p, ext, nb, lba, NULL, NULL, NULL), 2);
     /* No callback: still counted. */
-    ck_assert_uint_eq (layout_join (&p, src, tuples, ext, nb, NULL, NULL), 2);
+    ck_assert_uint_eq (layout_join (&p, src, tuples, ext, nb, true, NULL,
+                                    NULL), 2);
+
+    /* Without the check the same blocks are built and nothing is
+     * reported; a recheck of what was built (after a rejection) finds
+     * the same two blocks with the same guards. */
+    memset (ext, 0, nb * es);
+    log.n = 0;
+    ck_assert_uint_eq (layout_join (&p, src, tuples, ext, nb, false,
+                                    log_mismatch, &log), 0);
+    ck_assert_uint_eq (log.n, 0);
+    ck_assert (memcmp (ext + 2 * es, src + 2 * iv, iv) == 0);
+    ck_assert (memcmp (ext + 5 * es + iv, tuples + 5 * ts, ts) == 0);
+    ck_assert_uint_eq (pi_verify_ext (&p, ext, nb, lba, NULL, NULL, NULL), 2);
+    ck_assert_uint_eq (layout_recheck (&p, tuples, ext, nb, log_mismatch,
+                                       &log), 2);
+    ck_assert_uint_eq (log.n, 2);
+    ck_assert_uint_eq (log.index[0], 2);
+    ck_assert_uint_eq (log.index[1], 5);
+    ck_assert_uint_eq (log.submit[0], t.guard);
+    ck_assert_uint_eq (log.sent[0],
+                       pi_guard_compute (p.format, src + 2 * iv, iv));
+    ck_assert_uint_eq (layout_recheck (&p, tuples, ext, nb, NULL, NULL), 2);
+    /* Unchanged data rechecks clean. */
+    layout_generate (&p, src, NULL, tuples, nb, lba);
+    layout_join (&p, src, tuples, ext, nb, false, NULL, NULL);
+    ck_assert_uint_eq (layout_recheck (&p, tuples, ext, nb, NULL, NULL), 0);
     free (src); free (tuples); free (ext);
   }
 }
@@ -267,7 +293,9 @@ START_TEST (test_join_none)
   fill (src, 3 * 512, 3);
   layout_generate (&p, src, NULL, NULL, 3, 0);
   struct mm_log log = { .n = 0 };
-  ck_assert_uint_eq (layout_join (&p, src, NULL, ext, 3, log_mismatch, &log),
+  ck_assert_uint_eq (layout_join (&p, src, NULL, ext, 3, true, log_mismatch,
+                                  &log), 0);
+  ck_assert_uint_eq (layout_recheck (&p, NULL, ext, 3, log_mismatch, &log),
                      0);
   ck_assert_uint_eq (log.n, 0);
   ck_assert (memcmp (src, ext, 3 * 512) == 0);

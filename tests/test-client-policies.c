@@ -203,11 +203,16 @@ case_snapshot (void)
 }
 
 /* Policy none: change bytes right after submit; the device must reject
- * the write and keep the old data. */
+ * the write and keep the old data.  With BROKEN_WAIT the policy is wait
+ * but the caller changes the bytes without calling wait_stable first
+ * (breaking its side of the contract): the library does not recompute
+ * the guards at copy-out then, but must name the same blocks once the
+ * device has rejected the write. */
 static void
-case_none (bool forensics)
+case_changed (bool forensics, bool broken_wait)
 {
-  const uint64_t lba = forensics ? 400 : 500, nb = 4;
+  const uint64_t lba = (forensics ? 400 : 500) + (broken_wait ? 20 : 0);
+  const uint64_t nb = 4;
   uint8_t *old = xmalloc (nb * iv), *buf = xmalloc (nb * iv);
   struct done d = { .ran = false };
   struct stabledif_stats a, b;
@@ -219,15 +224,18 @@ case_none (bool forensics)
   fill_pattern (old, nb * iv, 40 + forensics);
   OK (stabledif_pwrite (h, old, nb * iv, lba * iv, 0));
 
-  OK (stabledif_set_unsafe (h, true));
-  OK (stabledif_set_policy (h, STABLEDIF_POLICY_NONE));
+  if (!broken_wait) {
+    OK (stabledif_set_unsafe (h, true));
+    OK (stabledif_set_policy (h, STABLEDIF_POLICY_NONE));
+  }
   OK (stabledif_set_forensics (h, forensics));
   memset (&rep, 0, sizeof rep);
   fill_pattern (buf, nb * iv, 50 + forensics);
   stats (&a);
   cookie = stabledif_aio_pwrite (h, buf, nb * iv, lba * iv, 0, on_done, &d);
   CHECK (cookie > 0, "aio_pwrite");
-  OK (stabledif_wait_stable (h, buf, nb * iv));   /* never waits: none */
+  if (!broken_wait)
+    OK (stabledif_wait_stable (h, buf, nb * iv)); /* never waits: none */
   buf[1 * iv + 100] ^= 0x01;                      /* block 1, byte 100 */
   buf[3 * iv + 7] ^= 0xff;                        /* block 3, bytes 7-8 */
   buf[3 * iv + 8] ^= 0xff;
@@ -369,8 +377,10 @@ main (int argc, char *argv[])
   case_wait ();
   case_wait_sent ();
   case_snapshot ();
-  case_none (true);
-  case_none (false);
+  case_changed (true, false);
+  case_changed (false, false);
+  case_changed (true, true);
+  case_changed (false, true);
   case_callbacks ();
   case_close (argv[1]);
 

@@ -1,0 +1,47 @@
+/* stabledif: CRC-16/T10-DIF of many equal-sized blocks at once.
+ *
+ * CRC-16/T10-DIF (polynomial 0x8bb7, init 0, not reflected, no xorout;
+ * check value of ASCII "123456789": 0xd0db) is the guard of the T10-DIF
+ * formats.  isa-l's crc16_t10dif computes it well over a long buffer, but
+ * a guard covers one protection interval (512 or 4096 bytes) and at 512
+ * bytes its per-call set-up and final reduction cost about as much as the
+ * folding.  crc16_t10dif_blocks computes the CRCs of many blocks in one
+ * call: several blocks are folded side by side in one loop and their final
+ * reductions are done together.  Carry-less-multiply code (PCLMULQDQ, and
+ * AVX-512 VPCLMULQDQ) is chosen at run time; isa-l is the fallback.
+ * No I/O, no state beyond constants.
+ */
+#ifndef STABLEDIF_CRC16_H
+#define STABLEDIF_CRC16_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The CRCs of NBLOCKS blocks of LEN bytes: OUT[i] = crc16_t10dif(0, BUF +
+ * i * STRIDE, LEN) for i < NBLOCKS (OUT holds NBLOCKS entries; with
+ * NBLOCKS 0 nothing is read or written).  STRIDE >= LEN: the blocks may be
+ * packed (STRIDE = LEN) or have something between them, such as the tuple
+ * of the extended layout (STRIDE = LEN + 8).  Any LEN works; the fast code
+ * takes multiples of 16 (others go to isa-l block by block).  No
+ * alignment is needed. */
+void crc16_t10dif_blocks (const void *buf, size_t stride, size_t len,
+                          size_t nblocks, uint16_t *out);
+
+/* The implementations behind crc16_t10dif_blocks, exposed for tests and
+ * benchmarks; each gives the same result for every input.
+ * crc16_t10dif_blocks_isal calls isa-l's crc16_t10dif once per block (the
+ * reference, and the fallback); crc16_t10dif_blocks_clmul uses PCLMULQDQ
+ * and must only be called when crc16_t10dif_have_clmul() is true;
+ * crc16_t10dif_blocks_vpclmul uses AVX-512 VPCLMULQDQ and must only be
+ * called when crc16_t10dif_have_vpclmul() is true.  crc16_t10dif_blocks
+ * uses the widest one the CPU has. */
+void crc16_t10dif_blocks_isal (const void *buf, size_t stride, size_t len,
+                               size_t nblocks, uint16_t *out);
+void crc16_t10dif_blocks_clmul (const void *buf, size_t stride, size_t len,
+                                size_t nblocks, uint16_t *out);
+int crc16_t10dif_have_clmul (void);
+void crc16_t10dif_blocks_vpclmul (const void *buf, size_t stride,
+                                  size_t len, size_t nblocks, uint16_t *out);
+int crc16_t10dif_have_vpclmul (void);
+
+#endif /* STABLEDIF_CRC16_H */
