@@ -104,6 +104,13 @@ void layout_generate (const struct pi_params *p, const uint8_t *src,
                       uint8_t *copy, uint8_t *tuples,
                       uint64_t nblocks, uint64_t lba);
 
+/* Snapshot straight into the wire format: copy NBLOCKS intervals from
+ * SRC into extended blocks at EXT, each followed by its tuple (the guard
+ * of what was copied, computed in the same pass; the device's app tag;
+ * the reference tag of LBA + i).  For format none only the copy. */
+void layout_generate_ext (const struct pi_params *p, const uint8_t *src,
+                          uint8_t *ext, uint64_t nblocks, uint64_t lba);
+
 /* Called for each block whose guard at copy-out differs from the guard
  * in its tuple: INDEX from 0, the two guards. */
 typedef void (*layout_mismatch_fn) (void *opaque, uint64_t index,
@@ -184,7 +191,8 @@ struct request {
   /* Writes. */
   const uint8_t *buf;           /* the caller's buffer */
   const uint8_t *src;           /* what copy-out reads: BUF or BOUNCE */
-  uint8_t *bounce;              /* snapshot copy (policy snapshot), or NULL */
+  uint8_t *bounce;              /* snapshot copy (policy snapshot of a
+                                   format without PI), or NULL */
   uint8_t *saved;               /* what was checksummed, kept for
                                    forensics (may be BOUNCE), or NULL */
   uint8_t *tuples;              /* packed tuples generated at submit */
@@ -198,6 +206,8 @@ struct request {
                                    NCHANGED if memory ran out) */
   bool checked;                 /* the guards were recomputed at copy-out
                                    (else only if the device rejects) */
+  bool built;                   /* EXT was built at submit (a snapshot in
+                                   the wire format): no copy-out */
 
   /* Reads. */
   uint8_t *dst;                 /* the caller's data buffer */

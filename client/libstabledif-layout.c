@@ -57,6 +57,30 @@ layout_generate (const struct pi_params *p, const uint8_t *src,
   }
 }
 
+void
+layout_generate_ext (const struct pi_params *p, const uint8_t *src,
+                     uint8_t *ext, uint64_t nblocks, uint64_t lba)
+{
+  const struct pi_format *f = p->format;
+  const uint32_t iv = p->interval;
+  const uint32_t es = iv + f->tuple_size;
+  uint64_t i;
+
+  if (f->guard == PI_GUARD_NONE) {
+    memcpy (ext, src, nblocks * iv);
+    return;
+  }
+  for (i = 0; i < nblocks; ++i) {
+    uint8_t *e = ext + i * es;
+    struct pi_tuple t;
+
+    t.guard = pi_guard_copy (f, e, src + i * iv, iv);
+    t.app = p->app_tag;
+    t.ref = pi_ref_for_lba (f, lba + i);
+    pi_tuple_encode (f, &t, e + iv);
+  }
+}
+
 uint64_t
 layout_join (const struct pi_params *p, const uint8_t *src,
              const uint8_t *tuples, uint8_t *ext, uint64_t nblocks,

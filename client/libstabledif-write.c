@@ -1,12 +1,15 @@
 /* libstabledif: the write path.
  *
  * Submit (caller's thread): generate PI over the caller's buffer, like
- * the kernel's integrity layer; under snapshot copy the data to a bounce
- * buffer in the same pass, with forensics keep a copy of what was
- * checksummed; queue.  Copy-out (I/O thread, after the race delay): join
- * data and tuples into extended blocks, recomputing each guard in the
- * same pass and noting blocks whose data changed; send.  Completion:
- * name the failing blocks and bytes, call the forensics callback.
+ * the kernel's integrity layer; under snapshot copy the data in the same
+ * pass straight into extended blocks (the bounce buffer is the wire
+ * buffer); with forensics keep a copy of what was checksummed; queue.
+ * Copy-out (I/O thread, after the race delay): join data and tuples into
+ * extended blocks -- under policy none and with forensics recomputing
+ * each guard in the same pass and noting blocks whose data changed;
+ * send.  Completion: a rejected write that was not checked at copy-out
+ * is checked over the blocks sent; name the failing blocks and bytes,
+ * call the forensics callback.
  */
 #include <config.h>
 
@@ -39,7 +42,7 @@ write_prepare (struct stabledif_handle *h, const char *fn, const void *buf,
   const struct pi_params *p;
   unsigned ts;
   struct request *r;
-  bool forensics;
+  bool forensics, snap_ext;
 
   if (handle_check_connected (h, fn) == -1)
     return NULL;
@@ -91,24 +94,13 @@ write_prepare (struct stabledif_handle *h, const char *fn, const void *buf,
    * format without a guard has nothing to compare. */
   r->forensics = forensics && p->format->guard != PI_GUARD_NONE;
 
-  if (ts > 0 && (r->tuples = req_alloc (r, r->nblocks * ts)) == NULL)
+  /* A snapshot of a format with PI is made straight into extended
+   * blocks (copy and guard in one pass): it is the wire buffer, nothing
+   * is copied out later and nothing can change it. */
+  snap_ext = r->policy == STABLEDIF_POLICY_SNAPSHOT && ts > 0;
+  if (ts > 0 && !snap_ext &&
+      (r->tuples = req_alloc (r, r->nblocks * ts)) == NULL)
     goto fail;
-
-  if (r->policy == STABLEDIF_POLICY_SNAPSHOT) {
-    if ((r->bounce = req_alloc (r, count)) == NULL)
-      goto fail;
-    layout_generate (p, buf, r->bounce, r->tuples, r->nblocks, r->lba);
-    r->src = r->bounce;
-    if (r->forensics)
-      r->saved = r->bounce;
-  }
-  else if (r->forensics) {
-    if ((r->saved = req_alloc (r, count)) == NULL)
-      goto fail;
-    layout_generate (p, buf, r->saved, r->tuples, r->nblocks, r->lba);
-  }
-  else
-    layout_generate (p, buf, NULL, r->tuples, r->nblocks, r->lba);
 
   /* The wire buffer: extended blocks, except for a format without PI
    * where the data is the wire format already -- unless wait-sent needs
@@ -121,12 +113,31 @@ write_prepare (struct stabledif_handle *h, const char *fn, const void *buf,
       goto fail;
     }
   }
+
+  if (snap_ext) {
+    layout_generate_ext (p, buf, r->ext, r->nblocks, r->lba);
+    r->built = true;
+    r->src = NULL;
+  }
+  else if (r->policy == STABLEDIF_POLICY_SNAPSHOT) {
+    if ((r->bounce = req_alloc (r, count)) == NULL)
+      goto fail;
+    layout_generate (p, buf, r->bounce, r->tuples, r->nblocks, r->lba);
+    r->src = r->bounce;
+  }
+  else if (r->forensics) {
+    if ((r->saved = req_alloc (r, count)) == NULL)
+      goto fail;
+    layout_generate (p, buf, r->saved, r->tuples, r->nblocks, r->lba);
+  }
   else
+    layout_generate (p, buf, NULL, r->tuples, r->nblocks, r->lba);
+  if (r->ext == NULL)
     r->wire = r->src;
 
-  if (r->bounce || r->saved) {
+  if (r->policy == STABLEDIF_POLICY_SNAPSHOT || r->saved) {
     pthread_mutex_lock (&h->lock);
-    if (r->bounce) {
+    if (r->policy == STABLEDIF_POLICY_SNAPSHOT) {
       h->stats.snapshots++;
       h->stats.snapshot_bytes += count;
     }
@@ -221,7 +232,7 @@ write_issue (struct request *r)
   uint64_t changed = 0;
 
   r->refs = 1;
-  if (r->ext) {
+  if (r->ext && !r->built) {
     /* Recompute the guards while copying where the caller's buffer may
      * have changed and nobody else would tell: policy none, and with
      * forensics.  Under wait and wait-sent the caller promised not to
@@ -232,8 +243,9 @@ write_issue (struct request *r)
     changed = layout_join (&h->pi, r->src, r->tuples, r->ext, r->nblocks,
                            r->checked, on_mismatch, r);
     r->mismatched = changed;
-    r->wire = r->ext;
   }
+  if (r->ext)
+    r->wire = r->ext;
   io_issue_chunks (r);
 
   pthread_mutex_lock (&h->lock);

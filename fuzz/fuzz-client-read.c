@@ -211,6 +211,16 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   FUZZ_ASSERT ((flags & 8) || memcmp (gen_copy, out, n * iv) == 0,
                "layout_generate copied wrong");
 
+  /* A snapshot in the wire format is the data joined with those tuples. */
+  memset (ext2, 0, n * es);
+  layout_generate_ext (&pp, out, ext2, n, lba);
+  for (i = 0; i < n; i++)
+    FUZZ_ASSERT (memcmp (ext2 + i * es, out + i * iv, iv) == 0 &&
+                 (!ts || memcmp (ext2 + i * es + iv, gen_pi + i * ts, ts)
+                  == 0),
+                 "layout_generate_ext: block %llu differs",
+                 (unsigned long long) i);
+
   free (raw);
   free (copy);
   free (out);
