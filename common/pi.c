@@ -1,9 +1,13 @@
 /* stabledif: protection-information formats (see pi.h for the contracts).
  *
- * The guard of the CRC-16 formats is isa-l's crc16_t10dif; the guard of the
- * CRC-64 formats is crc64_nvme (crc64.c).  Buffers are verified block by
- * block with loops specialised per guard width, so the only per-byte work
- * is the CRC itself.
+ * The guard of the CRC-16 formats is CRC-16/T10-DIF: isa-l's crc16_t10dif
+ * for one block, and crc16_t10dif_blocks (crc16.c) for the blocks of a
+ * buffer, which computes the guards of up to PI_BATCH blocks in one call
+ * (about 1.4x faster than one isa-l call per block at 512 bytes, 1.2x at
+ * 4096; bench/bench-crc).  The guard of the CRC-64 formats is crc64_nvme
+ * (crc64.c).  Buffers are verified with loops specialised per guard width,
+ * so the only per-byte work is the CRC itself; the tuples are still
+ * checked and reported block by block, in LBA order.
  */
 
 #include <config.h>
@@ -15,6 +19,7 @@
 
 #include <isa-l/crc.h>
 
+#include "crc16.h"
 #include "crc64.h"
 #include "pi.h"
 
@@ -32,6 +37,10 @@ static const struct pi_format pi_formats[] = {
 
 /* The application tag value that marks a block as not checked. */
 #define PI_APP_ESCAPE 0xffff
+
+/* The buffer loops of the CRC-16 formats compute the guards of this many
+ * blocks at a time (crc16_t10dif_blocks) into an array on the stack. */
+#define PI_BATCH 16
 
 const struct pi_format *
 pi_format_lookup (const char *name)
@@ -321,11 +330,12 @@ pi_generate_block (const struct pi_params *p, const void *data,
 
 /* Verify one block; G is the format's guard, passed separately so that the
  * buffer loops below get a copy of this code specialised for each width.
- * On failure fills ERR (except its index). */
+ * CRC16 is the guard of DATA if the caller computed it already (CRC-16
+ * formats only), else NULL.  On failure fills ERR (except its index). */
 static inline __attribute__ ((always_inline)) enum pi_check
 verify_one (const struct pi_params *p, enum pi_guard g,
             const uint8_t *data, const uint8_t *tuple, uint64_t lba,
-            bool *escaped, struct pi_error *err)
+            const uint16_t *crc16, bool *escaped, struct pi_error *err)
 {
   const struct pi_format *f = p->format;
   uint64_t guard, want, ref;
@@ -347,7 +357,7 @@ verify_one (const struct pi_params *p, enum pi_guard g,
     return PI_CHECK_OK;
 
   if (g == PI_GUARD_CRC16)
-    want = crc16_t10dif (0, data, p->interval);
+    want = crc16 != NULL ? *crc16 : crc16_t10dif (0, data, p->interval);
   else
     want = crc64_nvme (0, data, p->interval);
   if (guard != want) {
@@ -391,10 +401,10 @@ pi_verify_block (const struct pi_params *p, const void *data,
 
   switch (p->format->guard) {
   case PI_GUARD_CRC16:
-    r = verify_one (p, PI_GUARD_CRC16, data, tuple, lba, &esc, &e);
+    r = verify_one (p, PI_GUARD_CRC16, data, tuple, lba, NULL, &esc, &e);
     break;
   case PI_GUARD_CRC64:
-    r = verify_one (p, PI_GUARD_CRC64, data, tuple, lba, &esc, &e);
+    r = verify_one (p, PI_GUARD_CRC64, data, tuple, lba, NULL, &esc, &e);
     break;
   case PI_GUARD_NONE:
     break;
@@ -407,7 +417,11 @@ pi_verify_block (const struct pi_params *p, const void *data,
 }
 
 /* Verify NBLOCKS blocks: block I's data at DATA + I * DSTRIDE, its tuple at
- * PI + I * PSTRIDE.  Shared by the extended and separate layouts. */
+ * PI + I * PSTRIDE.  Shared by the extended and separate layouts.  For the
+ * CRC-16 formats the guards of a batch of blocks are computed first, from
+ * the first block of the batch that does not escape to the last one (so a
+ * buffer of escaped blocks costs no CRC); then every block is checked on
+ * its own as before. */
 static inline __attribute__ ((always_inline)) uint64_t
 verify_blocks (const struct pi_params *p, enum pi_guard g,
                const uint8_t *data, size_t dstride,
@@ -415,22 +429,59 @@ verify_blocks (const struct pi_params *p, enum pi_guard g,
                uint64_t nblocks, uint64_t lba,
                struct pi_verify_stats *stats, pi_error_fn fn, void *opaque)
 {
-  uint64_t i, escaped = 0, failed = 0;
+  /* A CRC-16 tuple read as one big-endian number: guard << 48 | app << 32
+   * | ref.  MASK has the bits verify checks (guard; app tag bits of the
+   * app mask if an app tag is configured; ref tag for types 1 and 2), APP
+   * the app tag they must hold. */
+  const uint64_t mask = UINT64_C (0xffff) << 48 |
+    (uint64_t) (p->check_app ? p->app_mask : 0) << 32 |
+    (p->format->type == PI_TYPE_3 ? 0 : UINT32_MAX);
+  const uint64_t app = (uint64_t) p->app_tag << 32;
+  uint64_t i, v, escaped = 0, failed = 0;
+  uint16_t guards[PI_BATCH];
+  size_t n, j, first = 0, last = 0;
   struct pi_error err;
   bool esc;
 
-  for (i = 0; i < nblocks; i++) {
-    if (verify_one (p, g, data, pi, lba + i, &esc, &err) != PI_CHECK_OK) {
-      failed++;
-      if (fn) {
-        err.index = i;
-        fn (opaque, &err);
-      }
+  for (i = 0; i < nblocks; i += n) {
+    n = nblocks - i < PI_BATCH ? (size_t) (nblocks - i) : PI_BATCH;
+    if (g == PI_GUARD_CRC16) {
+      first = n;
+      for (j = 0; j < n; j++)
+        if (!escaped_tags (p->format, get_be16 (pi + j * pstride + 2),
+                           get_be32 (pi + j * pstride + 4))) {
+          if (first == n)
+            first = j;
+          last = j;
+        }
+      if (first < n)
+        crc16_t10dif_blocks (data + first * dstride, dstride, p->interval,
+                             last - first + 1, guards + first);
     }
-    else if (esc)
-      escaped++;
-    data += dstride;
-    pi += pstride;
+    for (j = 0; j < n; j++, data += dstride, pi += pstride) {
+      if (g == PI_GUARD_CRC16 && first <= j && j <= last) {
+        /* Fast path: a tuple that does not escape and matches in every
+         * bit that is checked passes; any other goes to verify_one. */
+        v = get_be64 (pi);
+        if ((uint16_t) (v >> 32) != PI_APP_ESCAPE &&
+            ((v ^ (((uint64_t) guards[j] << 48) | app |
+                   (uint32_t) (lba + i + j))) & mask) == 0)
+          continue;
+      }
+      /* A guard outside [first, last] was not computed: verify_one
+       * computes it if the tuple no longer escapes. */
+      if (verify_one (p, g, data, pi, lba + i + j,
+                      g == PI_GUARD_CRC16 && first <= j && j <= last ?
+                      &guards[j] : NULL, &esc, &err) != PI_CHECK_OK) {
+        failed++;
+        if (fn) {
+          err.index = i + j;
+          fn (opaque, &err);
+        }
+      }
+      else if (esc)
+        escaped++;
+    }
   }
 
   if (stats) {
@@ -462,6 +513,34 @@ verify_dispatch (const struct pi_params *p,
   return 0;                     /* format none: nothing to verify */
 }
 
+/* Generate the tuples of NBLOCKS blocks of a CRC-16 format: block I's
+ * data at DATA + I * DSTRIDE, its tuple written at PI + I * PSTRIDE (which
+ * may lie between the blocks, as in the extended layout), the guards
+ * computed PI_BATCH blocks at a time. */
+static void
+generate_crc16 (const struct pi_params *p, const uint8_t *data,
+                size_t dstride, uint8_t *pi, size_t pstride,
+                uint64_t nblocks, uint64_t lba)
+{
+  const bool has_ref = p->format->type == PI_TYPE_1 ||
+    p->format->type == PI_TYPE_2;
+  uint16_t guards[PI_BATCH];
+  size_t n, j;
+  uint64_t i;
+
+  for (i = 0; i < nblocks; i += n) {
+    n = nblocks - i < PI_BATCH ? (size_t) (nblocks - i) : PI_BATCH;
+    crc16_t10dif_blocks (data, dstride, p->interval, n, guards);
+    /* The tuple as pi_tuple_encode writes it (the ref tag as
+     * pi_ref_for_lba has it), without a call per block. */
+    for (j = 0; j < n; j++, data += dstride, pi += pstride) {
+      put_be16 (pi, guards[j]);
+      put_be16 (pi + 2, p->app_tag);
+      put_be32 (pi + 4, has_ref ? (uint32_t) (lba + i + j) : 0);
+    }
+  }
+}
+
 void
 pi_generate_ext (const struct pi_params *p, uint8_t *buf,
                  uint64_t nblocks, uint64_t lba)
@@ -471,6 +550,10 @@ pi_generate_ext (const struct pi_params *p, uint8_t *buf,
 
   if (p->format->guard == PI_GUARD_NONE)
     return;
+  if (p->format->guard == PI_GUARD_CRC16) {
+    generate_crc16 (p, buf, ext, buf + p->interval, ext, nblocks, lba);
+    return;
+  }
   for (i = 0; i < nblocks; i++, buf += ext)
     pi_generate_block (p, buf, lba + i, buf + p->interval);
 }
@@ -496,6 +579,10 @@ pi_generate_sep (const struct pi_params *p, const uint8_t *data,
 
   if (p->format->guard == PI_GUARD_NONE)
     return;
+  if (p->format->guard == PI_GUARD_CRC16) {
+    generate_crc16 (p, data, p->interval, pi, ts, nblocks, lba);
+    return;
+  }
   for (i = 0; i < nblocks; i++, data += p->interval, pi += ts)
     pi_generate_block (p, data, lba + i, pi);
 }

@@ -988,6 +988,93 @@ START_TEST (test_verify_sep_buffer)
 }
 END_TEST
 
+/* Buffers longer than the batches in which pi.c computes the CRC-16
+ * guards (16 blocks): 40 blocks, in which one whole batch and the blocks
+ * at the edges of the others escape (some over damaged data) and the
+ * blocks just inside those edges have a bad guard.  Generation across the
+ * batches gives what pi_generate_block gives, and verify reports exactly
+ * the bad blocks, in order, with their own details. */
+static void
+batches_case (const char *name, bool ext)
+{
+  enum { N = 40 };
+  static const size_t escape[] = { 0, 15, 32, 39 }; /* and 16..31 */
+  static const size_t bad[] = { 1, 14, 33, 38 };
+  const uint64_t lba0 = 1000;
+  struct pi_params p = params (name, interval_for (name));
+  const struct pi_format *f = p.format;
+  const size_t es = pi_ext_size (&p), ts = f->tuple_size;
+  uint8_t *buf = malloc (N * es), *data = malloc (N * p.interval);
+  uint8_t *pi = malloc (N * ts), want[PI_TUPLE_MAX];
+  struct pi_verify_stats st = { 0, 0, 0 };
+  struct seen seen = { 0 };
+  struct pi_tuple t;
+  uint64_t failed;
+  size_t i, k;
+
+  ck_assert_ptr_nonnull (buf);
+  ck_assert_ptr_nonnull (data);
+  ck_assert_ptr_nonnull (pi);
+  rng_fill (data, N * p.interval);
+  rng_fill (pi, N * ts);
+  if (ext) {
+    pi_join_ext (&p, data, pi, buf, N);
+    pi_generate_ext (&p, buf, N, lba0);
+  }
+  else
+    pi_generate_sep (&p, data, pi, N, lba0);
+
+#define DATA(i) (ext ? buf + (i) * es : data + (i) * p.interval)
+#define TUPLE(i) (ext ? buf + (i) * es + p.interval : pi + (i) * ts)
+  for (i = 0; i < N; i++) {
+    pi_generate_block (&p, DATA (i), lba0 + i, want);
+    ck_assert_msg (memcmp (TUPLE (i), want, ts) == 0,
+                   "%s: block %zu: generated tuple differs", name, i);
+  }
+
+  for (i = 16; i < 32; i++)
+    pi_tuple_set_escape (f, TUPLE (i));
+  for (k = 0; k < 4; k++)
+    pi_tuple_set_escape (f, TUPLE (escape[k]));
+  DATA (0)[3] ^= 1;                             /* escaped: not checked */
+  DATA (20)[9] ^= 1;
+  DATA (39)[p.interval - 1] ^= 1;
+  for (k = 0; k < 4; k++)
+    DATA (bad[k])[k * 7] ^= 0x80;
+
+  failed = ext ? pi_verify_ext (&p, buf, N, lba0, &st, record, &seen)
+    : pi_verify_sep (&p, data, pi, N, lba0, &st, record, &seen);
+  ck_assert_uint_eq (failed, 4);
+  ck_assert_uint_eq (seen.n, 4);
+  ck_assert_uint_eq (st.failed, 4);
+  ck_assert_uint_eq (st.escaped, 20);
+  ck_assert_uint_eq (st.verified, N - 20);
+  for (k = 0; k < 4; k++) {
+    ck_assert (seen.err[k].index == bad[k]);
+    ck_assert (seen.err[k].lba == lba0 + bad[k]);
+    ck_assert_int_eq (seen.err[k].check, PI_CHECK_GUARD);
+    ck_assert (seen.err[k].expected ==
+               true_guard (f, DATA (bad[k]), p.interval));
+    pi_tuple_decode (f, TUPLE (bad[k]), &t);
+    ck_assert (seen.err[k].actual == t.guard);
+  }
+#undef DATA
+#undef TUPLE
+  free (buf);
+  free (data);
+  free (pi);
+}
+
+START_TEST (test_verify_batches)
+{
+  size_t i;
+
+  for (i = 0; i < NR_PI_NAMES; i++) {
+    batches_case (pi_names[i], true);
+    batches_case (pi_names[i], false);
+  }
+}
+END_TEST
 /* The CRC-16 formats at both intervals: generate, verify, then one flipped
  * bit in the last byte of the last block is caught. */
 START_TEST (test_intervals_round_trip)
@@ -1085,6 +1172,7 @@ pi_suite (void)
   tcase_add_test (tc, test_verify_ext_buffer);
   tcase_add_test (tc, test_verify_sep_buffer);
   tcase_add_test (tc, test_intervals_round_trip);
+  tcase_add_test (tc, test_verify_batches);
   tcase_add_test (tc, test_split_join);
   suite_add_tcase (s, tc);
   return s;
