@@ -52,14 +52,8 @@ layout_generate (const struct pi_params *p, const uint8_t *src,
      * one isa-l call per block (memory-bound) beats pi.c's batched
      * guards, which are faster only on data in cache (bench/README.md,
      * bench-crc --bytes 64M). */
-    for (i = 0; i < nblocks; ++i) {
-      struct pi_tuple t;
-
-      t.guard = pi_guard_compute (f, src + i * iv, iv);
-      t.app = p->app_tag;
-      t.ref = pi_ref_for_lba (f, lba + i);
-      pi_tuple_encode (f, &t, tuples + i * ts);
-    }
+    for (i = 0; i < nblocks; ++i)
+      pi_generate_block (p, src + i * iv, lba + i, tuples + i * ts);
     return;
   }
   /* The guard of what was copied: copy a batch, then checksum the copy. */

@@ -140,6 +140,33 @@ crc16_t10dif_blocks_isal (const void *buf, size_t stride, size_t len,
 #define K_16  UINT64_C(0x8bb7)  /* end): H, L; K_16 is also P - x^16 */
 #define MU    UINT64_C(0xf65a57f81d33a48a) /* mu' = floor(x^80/P) - x^64 */
 
+/* The body of both entry points, with GROUP the group function of their
+ * width: whole groups, then the last two or three blocks as a smaller
+ * group, a lone last block to isa-l (see CRC16_GROUP); lengths the
+ * folding code does not take go to isa-l.  (A macro, not a function
+ * taking GROUP, so that each group function is inlined with a constant
+ * block count under its own target attribute.) */
+#define CRC16_BY_GROUPS(group)                                          \
+  do {                                                                  \
+    const unsigned char *p_ = buf;                                      \
+                                                                        \
+    if (len == 0 || len % 16 != 0) {                                    \
+      crc16_t10dif_blocks_isal (buf, stride, len, nblocks, out);        \
+      return;                                                           \
+    }                                                                   \
+    for (; nblocks >= CRC16_GROUP; nblocks -= CRC16_GROUP) {            \
+      group (p_, stride, len, CRC16_GROUP, out);                        \
+      p_ += CRC16_GROUP * stride;                                       \
+      out += CRC16_GROUP;                                               \
+    }                                                                   \
+    switch (nblocks) {                                                  \
+    case 3: group (p_, stride, len, 3, out); break;                     \
+    case 2: group (p_, stride, len, 2, out); break;                     \
+    case 1: out[0] = crc16_t10dif (0, p_, len); break;                  \
+    default: break;                                                     \
+    }                                                                   \
+  } while (0)
+
 #define CRC16_CLMUL_TARGET __attribute__ ((target ("pclmul,ssse3,sse4.1")))
 
 /* A folded forward: K holds the constant for the high quadword (H) in its
@@ -211,23 +238,7 @@ CRC16_CLMUL_TARGET void
 crc16_t10dif_blocks_clmul (const void *buf, size_t stride, size_t len,
                            size_t nblocks, uint16_t *out)
 {
-  const unsigned char *p = buf;
-
-  if (len == 0 || len % 16 != 0) {
-    crc16_t10dif_blocks_isal (buf, stride, len, nblocks, out);
-    return;
-  }
-  for (; nblocks >= CRC16_GROUP; nblocks -= CRC16_GROUP) {
-    clmul_group (p, stride, len, CRC16_GROUP, out);
-    p += CRC16_GROUP * stride;
-    out += CRC16_GROUP;
-  }
-  switch (nblocks) {
-  case 3: clmul_group (p, stride, len, 3, out); break;
-  case 2: clmul_group (p, stride, len, 2, out); break;
-  case 1: out[0] = crc16_t10dif (0, p, len); break; /* see CRC16_GROUP */
-  default: break;
-  }
+  CRC16_BY_GROUPS (clmul_group);
 }
 
 int
@@ -355,23 +366,7 @@ CRC16_VPCLMUL_TARGET void
 crc16_t10dif_blocks_vpclmul (const void *buf, size_t stride, size_t len,
                              size_t nblocks, uint16_t *out)
 {
-  const unsigned char *p = buf;
-
-  if (len == 0 || len % 16 != 0) {
-    crc16_t10dif_blocks_isal (buf, stride, len, nblocks, out);
-    return;
-  }
-  for (; nblocks >= CRC16_GROUP; nblocks -= CRC16_GROUP) {
-    vpclmul_group (p, stride, len, CRC16_GROUP, out);
-    p += CRC16_GROUP * stride;
-    out += CRC16_GROUP;
-  }
-  switch (nblocks) {
-  case 3: vpclmul_group (p, stride, len, 3, out); break;
-  case 2: vpclmul_group (p, stride, len, 2, out); break;
-  case 1: out[0] = crc16_t10dif (0, p, len); break; /* see CRC16_GROUP */
-  default: break;
-  }
+  CRC16_BY_GROUPS (vpclmul_group);
 }
 
 int

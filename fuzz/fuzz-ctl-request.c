@@ -31,6 +31,7 @@
 #include "ctl.h"
 #include "ctl-internal.h"
 #include "fuzz-common.h"
+#include "fuzz-disk.h"
 
 /* Blocks of the fuzzed disk, and how many start out written. */
 #define NBLOCKS 16
@@ -207,12 +208,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
   fd0 = lowest_free_fd ();
   fuzz_config_params (c, &pp);
-  cfg.size = (uint64_t) NBLOCKS * c->interval;
-  cfg.format = pp.format;
-  cfg.interval = c->interval;
-  cfg.has_app = c->has_app;
-  cfg.app_tag = c->app_tag;
-  cfg.app_mask = c->app_mask;
+  fuzz_disk_config (c, &pp, NBLOCKS, &cfg);
   cfg.event_ring = 8;           /* small: the ring wraps */
   cfg.error = quiet_error;
   d = disk_open (&cfg);

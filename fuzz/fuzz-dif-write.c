@@ -21,8 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disk.h"
-#include "fuzz-common.h"
+#include "fuzz-disk.h"
 
 /* Blocks of the fuzzed disk. */
 #define NBLOCKS 64
@@ -66,12 +65,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   unsigned op;
 
   fuzz_config_params (c, &pp);
-  cfg.size = (uint64_t) NBLOCKS * c->interval;
-  cfg.format = pp.format;
-  cfg.interval = c->interval;
-  cfg.has_app = c->has_app;
-  cfg.app_tag = c->app_tag;
-  cfg.app_mask = c->app_mask;
+  fuzz_disk_config (c, &pp, NBLOCKS, &cfg);
   cfg.event_ring = 16;
   cfg.error = count_error;
   d = disk_open (&cfg);

@@ -63,6 +63,7 @@
 #include <libnbd.h>
 
 #include "stabledif.h"
+#include "test-rng.h"
 
 #define PROG "soak"
 
@@ -215,24 +216,11 @@ soak_stopping (void)
   return atomic_load (&stop_flag);
 }
 
-/* The next pseudo-random number of state *S (xorshift64*). */
-static uint64_t
-soak_rand (uint64_t *s)
-{
-  uint64_t x = *s;
-
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * UINT64_C (0x2545f4914f6cdd1d);
-}
-
 /* A random number in [LO, HI] (LO <= HI). */
 static uint64_t
 soak_range (uint64_t *s, uint64_t lo, uint64_t hi)
 {
-  return lo + soak_rand (s) % (hi - lo + 1);
+  return lo + rng_next_r (s) % (hi - lo + 1);
 }
 
 /* A starting state for stream N of SEED (never 0). */
@@ -253,11 +241,11 @@ soak_fill (uint64_t *s, uint8_t *buf, size_t len)
   size_t i = 0;
 
   for (; i + 8 <= len; i += 8) {
-    uint64_t v = soak_rand (s);
+    uint64_t v = rng_next_r (s);
     memcpy (buf + i, &v, 8);
   }
   if (i < len) {
-    uint64_t v = soak_rand (s);
+    uint64_t v = rng_next_r (s);
     memcpy (buf + i, &v, len - i);
   }
 }
@@ -393,7 +381,7 @@ soak_data_disconnect (struct soak_worker *w)
 static uint64_t
 soak_data_pick_len (struct soak_worker *w, uint64_t max)
 {
-  uint64_t r = soak_rand (&w->rng) % 100, len;
+  uint64_t r = rng_next_r (&w->rng) % 100, len;
 
   if (r < 60)
     len = soak_range (&w->rng, 1, 4 * geo.interval);
@@ -412,7 +400,7 @@ soak_data_pick_range (struct soak_worker *w, uint64_t *off, uint64_t *len)
 {
   const uint64_t size = w->nblocks * geo.interval;
   static const uint64_t units[3] = { 0, 512, 1 };
-  uint64_t unit = units[soak_rand (&w->rng) % 3];
+  uint64_t unit = units[rng_next_r (&w->rng) % 3];
   uint64_t l;
 
   if (unit == 0)
@@ -565,7 +553,7 @@ static int
 soak_data_step (struct soak_worker *w, uint8_t *buf)
 {
   const uint64_t base = w->lba * geo.interval;
-  uint64_t r = soak_rand (&w->rng) % 1000;
+  uint64_t r = rng_next_r (&w->rng) % 1000;
   uint64_t off, len;
   uint32_t flags = 0;
   char who[64];
@@ -738,7 +726,7 @@ soak_dif_pick_range (struct soak_worker *w, uint64_t lo, uint64_t span,
                      uint64_t *lba, uint64_t *n)
 {
   const uint64_t maxn = SOAK_MAX_REQUEST / geo.interval;
-  uint64_t r = soak_rand (&w->rng) % 100, k;
+  uint64_t r = rng_next_r (&w->rng) % 100, k;
 
   if (r < 60)
     k = soak_range (&w->rng, 1, 8);
@@ -953,7 +941,7 @@ soak_dif_batch (struct soak_worker *w)
 static int
 soak_dif_step (struct soak_worker *w, uint8_t *buf, uint8_t *pi)
 {
-  uint64_t r = soak_rand (&w->rng) % 1000;
+  uint64_t r = rng_next_r (&w->rng) % 1000;
   uint64_t lba, n;
   char who[64];
 
@@ -1221,7 +1209,7 @@ soak_ctl_check_counters (struct soak_ctl_client *c, json_t *reply)
 static int
 soak_ctl_step (struct soak_ctl_client *c)
 {
-  uint64_t r = soak_rand (&c->rng) % 100;
+  uint64_t r = rng_next_r (&c->rng) % 100;
   enum soak_verb verb = r < 55 ? SOAK_V_COUNTERS
     : r < 80 ? SOAK_V_EVENTS : r < 95 ? SOAK_V_PROFILE : SOAK_V_BAD;
   char line[64], who[64];
@@ -1306,7 +1294,7 @@ soak_ctl_client (void *arg)
     while (!soak_stopping ()) {
       if (soak_ctl_step (c) == -1)
         break;
-      if (soak_rand (&c->rng) % 200 == 0) {
+      if (rng_next_r (&c->rng) % 200 == 0) {
         close (c->fd);
         if (soak_ctl_connect (c) == -1)
           break;

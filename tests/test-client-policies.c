@@ -285,7 +285,8 @@ case_changed (bool forensics, bool broken_wait)
   CHECK (b.forensics_bytes == a.forensics_bytes + (forensics ? nb * iv : 0),
          "forensics bytes");
   /* Nothing of the rejected write was stored. */
-  expect_stored (old, lba, nb, "none: after the rejected write");
+  expect_stored (old, lba, nb, broken_wait ? "wait, contract broken: after "
+                 "the rejected write" : "none: after the rejected write");
 
   OK (stabledif_set_policy (h, STABLEDIF_POLICY_WAIT));
   OK (stabledif_set_unsafe (h, false));

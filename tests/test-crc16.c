@@ -24,6 +24,7 @@
 #include <isa-l/crc.h>
 
 #include "crc16.h"
+#include "test-rng.h"
 
 typedef void (*blocks_fn) (const void *, size_t, size_t, size_t,
                            uint16_t *);
@@ -53,32 +54,6 @@ impl_usable (size_t i)
   return 1;
 }
 
-/* Deterministic pseudo-random bytes (xorshift64*), so failures repeat. */
-static uint64_t rng_state;
-
-static void
-rng_seed (uint64_t s)
-{
-  rng_state = s ? s : 1;
-}
-
-static uint64_t
-rng_next (void)
-{
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return rng_state * UINT64_C (0x2545f4914f6cdd1d);
-}
-
-static void
-rng_fill (unsigned char *p, size_t len)
-{
-  size_t i;
-
-  for (i = 0; i < len; i++)
-    p[i] = (unsigned char) (rng_next () >> 56);
-}
 
 /* OUT gets this many entries more than the call may write, preset to
  * SENTINEL, to see that nothing past NBLOCKS is written. */

@@ -18,6 +18,7 @@
 #include <check.h>
 
 #include "crc64.h"
+#include "test-rng.h"
 
 typedef uint64_t (*crc_fn) (uint64_t, const void *, size_t);
 
@@ -47,32 +48,6 @@ impl_usable (size_t i)
   return 1;
 }
 
-/* Deterministic pseudo-random bytes (xorshift64*), so failures repeat. */
-static uint64_t rng_state;
-
-static void
-rng_seed (uint64_t s)
-{
-  rng_state = s ? s : 1;
-}
-
-static uint64_t
-rng_next (void)
-{
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return rng_state * UINT64_C (0x2545f4914f6cdd1d);
-}
-
-static void
-rng_fill (unsigned char *p, size_t len)
-{
-  size_t i;
-
-  for (i = 0; i < len; i++)
-    p[i] = (unsigned char) (rng_next () >> 56);
-}
 
 START_TEST (test_check_value)
 {

@@ -20,6 +20,7 @@
 
 #include "crc64.h"
 #include "pi.h"
+#include "test-rng.h"
 
 /* ---- helpers ---- */
 
@@ -45,26 +46,6 @@ params (const char *name, uint32_t interval)
   return p;
 }
 
-/* Deterministic pseudo-random bytes. */
-static uint64_t rng_state = 1;
-
-static uint64_t
-rng_next (void)
-{
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return rng_state * UINT64_C (0x2545f4914f6cdd1d);
-}
-
-static void
-rng_fill (uint8_t *p, size_t len)
-{
-  size_t i;
-
-  for (i = 0; i < len; i++)
-    p[i] = (uint8_t) (rng_next () >> 56);
-}
 
 /* Write V big-endian into BYTES bytes at P, one byte at a time. */
 static void

@@ -13,6 +13,7 @@
 
 #include "pi.h"
 #include "profile.h"
+#include "test-rng.h"
 
 #define GOOD "stabledif/1 view=dif format=T10-DIF-TYPE1-CRC interval=512 " \
   "tuple=8 stable_writes=1"
@@ -393,17 +394,6 @@ START_TEST (test_parse_error_quoting)
 }
 END_TEST
 
-/* Deterministic pseudo-random numbers for the robustness test. */
-static uint64_t rng_state = 12345;
-
-static uint64_t
-rng_next (void)
-{
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return rng_state * UINT64_C (0x2545f4914f6cdd1d);
-}
 
 /* Garbage and mutated profiles: the parser returns 0 or -1 with a message,
  * and whatever it accepts formats and parses back the same.  (Run under
@@ -421,6 +411,8 @@ START_TEST (test_parse_robust)
   struct profile p, q;
   size_t len, n;
   int round, accepted = 0, r;
+
+  rng_seed (12345);
 
   for (round = 0; round < 200000; round++) {
     len = 0;
