@@ -127,37 +127,87 @@ read_profile (struct stabledif_handle *h, struct nbd_handle *nbd)
   return 0;
 }
 
-/* Connect to URI, read the profile, resolve the policy, start the I/O
- * thread. */
+/* Open connection C (index >= 1) to URI: it must describe the same
+ * disk as the first (same profile line and size).  Returns 0 or -1. */
+static int
+open_more (struct stabledif_handle *h, struct io_conn *c, const char *uri,
+           unsigned want)
+{
+  static const char fn[] = "stabledif_connect_uri";
+  char what[64];
+  char *desc;
+  int64_t size;
+  bool same;
+
+  snprintf (what, sizeof what, "connection %u of %u", c->index + 1, want);
+  c->nbd = nbd_create ();
+  if (c->nbd == NULL)
+    return nbd_failed (what);
+  h->nconns = c->index + 1;
+  if (negotiate (c->nbd, uri) == -1) {
+    /* Say which connection: negotiate's message names the URI only. */
+    const char *m = stabledif_get_error ();
+    size_t n = strlen (fn);
+    char msg[ERROR_MAX];
+
+    if (strncmp (m, fn, n) == 0 && strncmp (m + n, ": ", 2) == 0)
+      m += n + 2;
+    snprintf (msg, sizeof msg, "%s: %s: %s", fn, what, m);
+    error_set_str (stabledif_get_errno (), msg);
+    return -1;
+  }
+  desc = nbd_get_export_description (c->nbd);
+  size = nbd_get_size (c->nbd);
+  same = desc != NULL && strcmp (desc, h->profile_line) == 0 &&
+    size >= 0 && (uint64_t) size == h->nblocks * h->ext_size;
+  if (!same) {
+    error_set (EPROTO, "%s: %s: the server describes another disk "
+               "(\"%.200s\", %" PRIi64 " bytes) than connection 1 "
+               "(\"%.200s\", %" PRIu64 " bytes)", fn, what,
+               desc ? desc : "no description", size, h->profile_line,
+               h->nblocks * h->ext_size);
+    free (desc);
+    return -1;
+  }
+  free (desc);
+  return 0;
+}
+
+/* Connect to URI, read the profile, resolve the policy, open the further
+ * connections, start the I/O threads. */
 int
 stabledif_connect_uri (struct stabledif_handle *h, const char *uri)
 {
   static const char fn[] = "stabledif_connect_uri";
-  struct nbd_handle *nbd;
+  struct io_conn *first;
   char err[256];
   enum stabledif_policy effective;
+  unsigned want, i;
 
   if (h == NULL || uri == NULL) {
     error_set (EINVAL, "%s: %s is NULL", fn, h == NULL ? "handle" : "uri");
     return -1;
   }
   pthread_mutex_lock (&h->lock);
-  if (h->connected || h->connecting || h->nbd != NULL) {
+  if (h->connected || h->connecting || h->attempted) {
     pthread_mutex_unlock (&h->lock);
     error_set (EISCONN, "%s: the handle is already connected (or a connect "
                "was attempted; use a new handle)", fn);
     return -1;
   }
   h->connecting = true;
+  h->attempted = true;
+  want = h->want_conns;
   pthread_mutex_unlock (&h->lock);
 
-  nbd = nbd_create ();
-  if (nbd == NULL) {
+  first = &h->conns[0];
+  first->nbd = nbd_create ();
+  if (first->nbd == NULL) {
     nbd_failed ("creating the libnbd handle");
     goto fail;
   }
-  h->nbd = nbd;
-  if (negotiate (nbd, uri) == -1 || read_profile (h, nbd) == -1)
+  h->nconns = 1;
+  if (negotiate (first->nbd, uri) == -1 || read_profile (h, first->nbd) == -1)
     goto fail;
 
   pthread_mutex_lock (&h->lock);
@@ -171,6 +221,15 @@ stabledif_connect_uri (struct stabledif_handle *h, const char *uri)
   h->effective = effective;
   pthread_mutex_unlock (&h->lock);
 
+  /* Several connections only where a flush on one covers the writes of
+   * all (and a read on one sees what another wrote): multi-conn.
+   * Otherwise one, as nbdcopy does. */
+  if (want > 1 && nbd_can_multi_conn (first->nbd) != 1)
+    want = 1;
+  for (i = 1; i < want; i++)
+    if (open_more (h, &h->conns[i], uri, want) == -1)
+      goto fail;
+
   if (io_start (h) == -1)
     goto fail;
 
@@ -181,15 +240,21 @@ stabledif_connect_uri (struct stabledif_handle *h, const char *uri)
   return 0;
 
  fail:
-  /* Keep h->nbd (closed in stabledif_close) so the handle cannot be
-   * reused half-configured; say goodbye politely.  The caller's error is
-   * already set; libnbd calls do not touch it, only errno. */
-  if (h->nbd) {
+  /* Keep the libnbd handles (closed in stabledif_close) so the handle
+   * cannot be reused half-configured; say goodbye politely.  The
+   * caller's error is already set; libnbd calls do not touch it, only
+   * errno. */
+  {
     int e = stabledif_get_errno ();
-    if (nbd_aio_is_negotiating (h->nbd))
-      nbd_opt_abort (h->nbd);
-    else if (nbd_aio_is_ready (h->nbd))
-      nbd_shutdown (h->nbd, 0);
+    for (i = 0; i < h->nconns; i++) {
+      struct nbd_handle *nbd = h->conns[i].nbd;
+      if (nbd == NULL)
+        continue;
+      if (nbd_aio_is_negotiating (nbd))
+        nbd_opt_abort (nbd);
+      else if (nbd_aio_is_ready (nbd))
+        nbd_shutdown (nbd, 0);
+    }
     errno = e;
   }
   pthread_mutex_lock (&h->lock);

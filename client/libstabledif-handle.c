@@ -9,11 +9,12 @@
 #include "libstabledif-internal.h"
 
 /* A new handle with default settings: policy auto, safe, no race delay,
- * forensics off.  NULL on ENOMEM. */
+ * forensics off, one connection.  NULL on ENOMEM. */
 struct stabledif_handle *
 stabledif_create (void)
 {
   struct stabledif_handle *h;
+  unsigned i;
 
   h = calloc (1, sizeof *h);
   if (h == NULL) {
@@ -24,7 +25,12 @@ stabledif_create (void)
   pthread_cond_init (&h->cond, NULL);
   h->policy = STABLEDIF_POLICY_AUTO;
   h->effective = STABLEDIF_POLICY_AUTO;
-  h->wake[0] = h->wake[1] = -1;
+  h->want_conns = 1;
+  for (i = 0; i < STABLEDIF_MAX_CONNECTIONS; i++) {
+    h->conns[i].h = h;
+    h->conns[i].index = i;
+    h->conns[i].wake[0] = h->conns[i].wake[1] = -1;
+  }
   pinset_init (&h->pins);
   return h;
 }
@@ -34,18 +40,24 @@ stabledif_create (void)
 void
 stabledif_close (struct stabledif_handle *h)
 {
+  unsigned i;
+
   if (h == NULL)
     return;
   io_stop (h);
-  if (h->nbd) {
-    if (h->connected && !h->dead)
-      nbd_shutdown (h->nbd, 0);
-    nbd_close (h->nbd);
+  for (i = 0; i < h->nconns; i++) {
+    struct io_conn *c = &h->conns[i];
+    if (c->nbd) {
+      /* A polite goodbye on every connection that still works. */
+      if (h->connected && nbd_aio_is_ready (c->nbd))
+        nbd_shutdown (c->nbd, 0);
+      nbd_close (c->nbd);
+    }
+    if (c->wake[0] >= 0)
+      close (c->wake[0]);
+    if (c->wake[1] >= 0)
+      close (c->wake[1]);
   }
-  if (h->wake[0] >= 0)
-    close (h->wake[0]);
-  if (h->wake[1] >= 0)
-    close (h->wake[1]);
   free (h->profile_line);
   free (h->dead_msg);
   free (h->pending_msg);
@@ -73,6 +85,50 @@ handle_check_connected (struct stabledif_handle *h, const char *fn)
     return -1;
   }
   return 0;
+}
+
+/* How many connections connect opens (1..STABLEDIF_MAX_CONNECTIONS);
+ * only before connect. */
+int
+stabledif_set_connections (struct stabledif_handle *h, unsigned n)
+{
+  static const char fn[] = "stabledif_set_connections";
+
+  if (h == NULL) {
+    error_set (EINVAL, "%s: handle is NULL", fn);
+    return -1;
+  }
+  if (n < 1 || n > STABLEDIF_MAX_CONNECTIONS) {
+    error_set (EINVAL, "%s: %u connections: the number must be 1 to %u", fn,
+               n, (unsigned) STABLEDIF_MAX_CONNECTIONS);
+    return -1;
+  }
+  pthread_mutex_lock (&h->lock);
+  if (h->attempted) {
+    pthread_mutex_unlock (&h->lock);
+    error_set (EISCONN, "%s: the handle is connected (or a connect was "
+               "attempted): set the connections before connecting", fn);
+    return -1;
+  }
+  h->want_conns = n;
+  pthread_mutex_unlock (&h->lock);
+  return 0;
+}
+
+/* Before connect the number requested, once connected the number open. */
+int
+stabledif_get_connections (struct stabledif_handle *h)
+{
+  int n;
+
+  if (h == NULL) {
+    error_set (EINVAL, "stabledif_get_connections: handle is NULL");
+    return -1;
+  }
+  pthread_mutex_lock (&h->lock);
+  n = h->connected ? (int) h->nconns : (int) h->want_conns;
+  pthread_mutex_unlock (&h->lock);
+  return n;
 }
 
 /* Delay copy-out of each write by USEC microseconds after its checksum,

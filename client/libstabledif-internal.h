@@ -1,11 +1,14 @@
 /* libstabledif: internal declarations shared by the library's files.
  *
- * Threads: any number of caller threads submit requests and wait; one
- * I/O thread per connected handle owns the libnbd handle (it alone calls
- * nbd_aio_* after connect), copies write data out to extended blocks,
- * and runs every completion and forensics callback.  Everything in struct
- * stabledif_handle marked "lock" is protected by h->lock; the condition
- * h->cond is broadcast whenever a request is copied out or completes.
+ * Threads: any number of caller threads submit requests and wait.  A
+ * connected handle has one or more connections (struct io_conn), each
+ * with one I/O thread that owns its libnbd handle (it alone calls
+ * nbd_aio_* on it after connect), copies write data out to extended
+ * blocks, and runs the completion and forensics callbacks of the
+ * requests on its connection.  Everything marked "lock" (in struct
+ * stabledif_handle and struct io_conn) is protected by h->lock; the
+ * condition h->cond is broadcast whenever a request is copied out or
+ * completes.
  */
 #ifndef STABLEDIF_INTERNAL_H
 #define STABLEDIF_INTERNAL_H
@@ -175,8 +178,10 @@ enum io_op {
 
 /* One request of a caller, from submit to completion. */
 struct request {
-  struct request *next;         /* link in the handle's queue */
+  struct request *next;         /* link in its connection's queue */
   struct stabledif_handle *h;   /* owning handle */
+  struct io_conn *conn;         /* the connection it is sent on (set at
+                                   submit) */
   int64_t cookie;               /* returned to the caller, > 0 */
   enum io_op op;                /* what it does */
   const char *fn;               /* public function name, for messages */
@@ -233,6 +238,25 @@ struct request {
   bool done;                    /* completed (lock; sync only) */
 };
 
+/* One connection to the device and the I/O thread that owns it. */
+struct io_conn {
+  struct stabledif_handle *h;   /* owning handle */
+  unsigned index;               /* 0 .. h->nconns - 1 */
+  struct nbd_handle *nbd;       /* libnbd handle (its I/O thread's once
+                                   connected), or NULL */
+  pthread_t thread;             /* the I/O thread */
+  bool running;                 /* the thread was started */
+  int wake[2];                  /* pipe to wake it (read, write end), or
+                                   -1 */
+  bool wake_pending;            /* a wake-up was sent that the I/O thread
+                                   has not yet acted on: it will look at
+                                   the queue again without another (lock) */
+  struct request *queue_head;   /* submitted, not yet issued (lock) */
+  struct request *queue_tail;   /* (lock) */
+  uint64_t in_flight;           /* requests on this connection submitted,
+                                   not completed (lock) */
+};
+
 /* The handle. */
 struct stabledif_handle {
   pthread_mutex_t lock;         /* protects the fields marked (lock) */
@@ -246,11 +270,15 @@ struct stabledif_handle {
   bool forensics;               /* keep copies and report changes */
   stabledif_forensics_callback fcb; /* forensics callback, or NULL */
   void *fcb_data;               /* its argument */
+  unsigned want_conns;          /* connections requested, 1..MAX */
 
   /* Connection: fixed once connected is true. */
   bool connecting;              /* connect in progress (lock) */
   bool connected;               /* connect succeeded (lock) */
-  struct nbd_handle *nbd;       /* libnbd handle (I/O thread's) */
+  bool attempted;               /* a connect was attempted (lock) */
+  struct io_conn conns[STABLEDIF_MAX_CONNECTIONS]; /* the connections */
+  unsigned nconns;              /* entries of CONNS in use (those with an
+                                   nbd handle) */
   char *profile_line;           /* the export description */
   struct profile profile;       /* parsed profile */
   struct pi_params pi;          /* PI parameters from the profile */
@@ -262,19 +290,13 @@ struct stabledif_handle {
   bool can_fua;                 /* server supports FUA */
   bool can_flush;               /* server supports flush */
 
-  /* I/O thread. */
-  pthread_t io_thread;          /* the thread */
-  bool io_running;              /* the thread was started */
-  int wake[2];                  /* pipe to wake it (read, write end) */
-  bool wake_pending;            /* a wake-up was sent that the I/O thread
-                                   has not yet acted on: it will look at
-                                   the queue again without another (lock) */
-  struct request *queue_head;   /* submitted, not yet issued (lock) */
-  struct request *queue_tail;   /* (lock) */
+  /* Requests. */
+  unsigned next_conn;           /* round-robin: where the next request
+                                   from a caller's thread goes (lock) */
   uint64_t in_flight;           /* submitted, not completed (lock) */
   int64_t next_cookie;          /* last cookie given out (lock) */
   bool closing;                 /* close requested (lock) */
-  bool dead;                    /* connection lost (lock) */
+  bool dead;                    /* a connection was lost (lock) */
   int dead_errno;               /* why (lock) */
   char *dead_msg;               /* why (lock) */
   struct pinset pins;           /* pinned source regions (lock) */
@@ -291,7 +313,11 @@ struct stabledif_handle {
  * 0 if connected. */
 int handle_check_connected (struct stabledif_handle *h, const char *fn);
 
-/* Whether the calling thread is H's I/O thread (a callback). */
+/* The connection whose I/O thread is the calling thread (a callback is
+ * running), or NULL. */
+struct io_conn *io_current_conn (struct stabledif_handle *h);
+
+/* Whether the calling thread is one of H's I/O threads (a callback). */
 bool io_on_io_thread (struct stabledif_handle *h);
 
 /* Check a data range of an I/O call: aligned to the interval, not empty,
@@ -330,10 +356,11 @@ void io_buf_keep_locked (struct stabledif_handle *h, struct request *r);
 /* Free every cached wire buffer (close). */
 void io_buf_cache_free (struct stabledif_handle *h);
 
-/* Queue R for the I/O thread (it becomes ready after DELAY_US) and give
- * it a cookie; pins R's source if its policy pins.  Returns the cookie,
- * or -1 (request freed, error reported) if the connection is closing or
- * dead. */
+/* Queue R on a connection (it becomes ready after DELAY_US) and give it
+ * a cookie; pins R's source if its policy pins.  A request submitted
+ * from a callback goes to the callback's connection, others round-robin.
+ * Returns the cookie, or -1 (request freed, error reported) if the handle
+ * is closing or dead. */
 int64_t io_submit (struct stabledif_handle *h, struct request *r,
                    uint32_t delay_us);
 
@@ -345,7 +372,10 @@ int io_wait_sync (struct stabledif_handle *h, struct request *r);
  * generic message is made later from the errno. */
 void io_request_fail (struct request *r, int errnum, const char *msg);
 
-/* Start and stop the I/O thread (connect and close). */
+/* Start the I/O threads of the H->nconns connections (connect): -1 with
+ * the error reported if one cannot start (those started are stopped).
+ * Stop them (close): each stops when nothing of its connection is in
+ * flight. */
 int io_start (struct stabledif_handle *h);
 void io_stop (struct stabledif_handle *h);
 

@@ -1,11 +1,12 @@
-/* libstabledif: requests, the I/O thread, flush and wait_all.
+/* libstabledif: requests, the I/O threads, flush and wait_all.
  *
- * Callers build a request and queue it (io_submit).  The I/O thread takes
- * requests off the queue in order once their race delay has passed,
- * hands them to the path that issues them (copy-out for writes), polls
- * the libnbd socket and a wake-up pipe, and completes requests when
- * their last NBD command is answered: path completion, then the caller's
- * callback or the waiting synchronous caller.
+ * Callers build a request and queue it on a connection (io_submit).
+ * Each connection's I/O thread takes requests off its queue in order
+ * once their race delay has passed, hands them to the path that issues
+ * them (copy-out for writes), polls its libnbd socket and its wake-up
+ * pipe, and completes requests when their last NBD command is answered:
+ * path completion, then the caller's callback or the waiting synchronous
+ * caller.
  */
 #include <config.h>
 
@@ -31,12 +32,25 @@ io_now_ns (void)
   return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+struct io_conn *
+io_current_conn (struct stabledif_handle *h)
+{
+  pthread_t self = pthread_self ();
+  unsigned i;
+
+  /* nconns, thread and running are written before the handle is
+   * published as connected (or, for io_stop, by the thread that joins
+   * them), and callers got here after seeing that. */
+  for (i = 0; i < h->nconns; i++)
+    if (h->conns[i].running && pthread_equal (self, h->conns[i].thread))
+      return &h->conns[i];
+  return NULL;
+}
+
 bool
 io_on_io_thread (struct stabledif_handle *h)
 {
-  /* io_thread and io_running are written before the handle is published
-   * as connected, and callers got here after seeing that. */
-  return h->io_running && pthread_equal (pthread_self (), h->io_thread);
+  return io_current_conn (h) != NULL;
 }
 
 int
@@ -163,21 +177,23 @@ io_request_fail (struct request *r, int errnum, const char *msg)
     r->msg = strdup (msg);
 }
 
-/* Wake the I/O thread (the pipe being full means it is awake anyway). */
+/* Wake the I/O thread of C (the pipe being full means it is awake
+ * anyway). */
 static void
-wake (struct stabledif_handle *h)
+wake (struct io_conn *c)
 {
-  char c = 0;
+  char b = 0;
   ssize_t r;
 
   do
-    r = write (h->wake[1], &c, 1);
+    r = write (c->wake[1], &b, 1);
   while (r == -1 && errno == EINTR);
 }
 
 int64_t
 io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
 {
+  struct io_conn *self = io_current_conn (h), *c;
   int64_t cookie;
   bool need_wake;
 
@@ -197,23 +213,30 @@ io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
   r->ready_ns = io_now_ns () + (uint64_t) delay_us * 1000;
   if (r->op == IO_WRITE && policy_pins (r->policy))
     pinset_add (&h->pins, &r->pin, r->buf, r->count);
+  /* A callback's request stays on its connection (no thread switch, the
+   * data still in that CPU's cache); the others take turns. */
+  c = self;
+  if (c == NULL)
+    c = &h->conns[h->next_conn++ % h->nconns];
+  r->conn = c;
   r->next = NULL;
-  if (h->queue_tail)
-    h->queue_tail->next = r;
+  if (c->queue_tail)
+    c->queue_tail->next = r;
   else
-    h->queue_head = r;
-  h->queue_tail = r;
+    c->queue_head = r;
+  c->queue_tail = r;
+  c->in_flight++;
   h->in_flight++;
   /* One wake-up until the I/O thread looks at the queue again: while it
    * is busy, requests submitted meanwhile cost no system call.  A
-   * callback submitting on the I/O thread needs none: that thread looks
-   * at the queue before it polls again. */
-  need_wake = !h->wake_pending && !io_on_io_thread (h);
+   * callback submitting on the connection's own I/O thread needs none:
+   * that thread looks at the queue before it polls again. */
+  need_wake = !c->wake_pending && c != self;
   if (need_wake)
-    h->wake_pending = true;
+    c->wake_pending = true;
   pthread_mutex_unlock (&h->lock);
   if (need_wake)
-    wake (h);
+    wake (c);
   return cookie;
 }
 
@@ -276,6 +299,7 @@ complete (struct request *r)
     pthread_mutex_lock (&h->lock);
     pinset_remove (&h->pins, &r->pin);
     r->done = true;
+    r->conn->in_flight--;
     h->in_flight--;
     pthread_cond_broadcast (&h->cond);
     pthread_mutex_unlock (&h->lock);
@@ -293,6 +317,7 @@ complete (struct request *r)
   }
   /* A write under policy wait stays pinned until its callback returned. */
   pinset_remove (&h->pins, &r->pin);
+  r->conn->in_flight--;
   h->in_flight--;
   io_buf_keep_locked (h, r);
   pthread_cond_broadcast (&h->cond);
@@ -337,10 +362,10 @@ io_issue_chunks (struct request *r)
       len = h->chunk_bytes;
     r->refs++;
     if (r->op == IO_WRITE)
-      c = nbd_aio_pwrite (h->nbd, r->wire + off, len, base + off, cb,
+      c = nbd_aio_pwrite (r->conn->nbd, r->wire + off, len, base + off, cb,
                           r->nbd_flags);
     else
-      c = nbd_aio_pread (h->nbd, (r->ext ? r->ext : r->dst) + off, len,
+      c = nbd_aio_pread (r->conn->nbd, (r->ext ? r->ext : r->dst) + off, len,
                          base + off, cb, 0);
     if (c == -1) {
       char msg[ERROR_MAX];
@@ -352,7 +377,9 @@ io_issue_chunks (struct request *r)
   }
 }
 
-/* Issue a flush. */
+/* Issue a flush.  On one connection: the handle uses several only if
+ * the server advertised multi-conn, under which a flush covers the
+ * writes completed on every connection. */
 static void
 flush_issue (struct request *r)
 {
@@ -361,7 +388,7 @@ flush_issue (struct request *r)
   };
 
   r->refs = 2;
-  if (nbd_aio_flush (r->h->nbd, cb, 0) == -1) {
+  if (nbd_aio_flush (r->conn->nbd, cb, 0) == -1) {
     char msg[ERROR_MAX];
     snprintf (msg, sizeof msg, "%s: %s", r->fn, nbd_get_error ());
     r->refs--;
@@ -370,33 +397,75 @@ flush_issue (struct request *r)
   io_request_put (r);
 }
 
-/* The connection is gone: remember WHY, fail everything queued.
- * Commands libnbd had accepted are failed by libnbd itself (ENOTCONN). */
-static void
-connection_lost (struct stabledif_handle *h, const char *why)
+/* Take C's queued requests off its queue (lock held): all of them if
+ * ALL, else those whose delay has passed at NOW.  Returns them in
+ * order, linked by next. */
+static struct request *
+take_queued (struct io_conn *c, bool all, uint64_t now)
 {
-  struct request *q, *next;
+  struct request *ready = NULL, **tail = &ready, *r;
+
+  while ((r = c->queue_head) != NULL && (all || r->ready_ns <= now)) {
+    c->queue_head = r->next;
+    if (c->queue_head == NULL)
+      c->queue_tail = NULL;
+    r->next = NULL;
+    *tail = r;
+    tail = &r->next;
+  }
+  return ready;
+}
+
+/* Fail the requests of the list R (never issued) with the handle's
+ * reason (I/O thread of their connection). */
+static void
+fail_unissued (struct stabledif_handle *h, struct request *r)
+{
+  struct request *next;
   char msg[ERROR_MAX];
+
+  for (; r != NULL; r = next) {
+    next = r->next;
+    r->next = NULL;
+    snprintf (msg, sizeof msg, "%s: %s", r->fn,
+              h->dead_msg ? h->dead_msg : "connection to the device lost");
+    io_request_fail (r, ENOTCONN, msg);
+    r->refs = 1;
+    io_request_put (r);
+  }
+}
+
+/* Connection C is gone: remember WHY (the handle is dead: nothing new is
+ * accepted), fail everything queued on C, and wake the other I/O threads
+ * so they fail theirs.  Commands libnbd had accepted are failed by
+ * libnbd itself (ENOTCONN); those on other connections complete as the
+ * server answers them. */
+static void
+connection_lost (struct io_conn *c, const char *why)
+{
+  struct stabledif_handle *h = c->h;
+  struct request *q;
+  char msg[ERROR_MAX];
+  unsigned i;
 
   pthread_mutex_lock (&h->lock);
   if (!h->dead) {
     h->dead = true;
     h->dead_errno = ENOTCONN;
-    snprintf (msg, sizeof msg, "connection to the device lost: %s", why);
+    if (h->nconns > 1)
+      snprintf (msg, sizeof msg, "connection %u of %u to the device lost: "
+                "%s", c->index + 1, h->nconns, why);
+    else
+      snprintf (msg, sizeof msg, "connection to the device lost: %s", why);
     h->dead_msg = strdup (msg);
   }
-  q = h->queue_head;
-  h->queue_head = h->queue_tail = NULL;
+  q = take_queued (c, true, 0);
   pthread_mutex_unlock (&h->lock);
 
-  for (; q != NULL; q = next) {
-    next = q->next;
-    snprintf (msg, sizeof msg, "%s: %s", q->fn,
-              h->dead_msg ? h->dead_msg : "connection lost");
-    io_request_fail (q, ENOTCONN, msg);
-    q->refs = 1;
-    io_request_put (q);
-  }
+  fail_unissued (h, q);
+  for (i = 0; i < h->nconns; i++)
+    if (&h->conns[i] != c)
+      wake (&h->conns[i]);
 }
 
 /* Hand a request whose delay has passed to its path. */
@@ -410,18 +479,29 @@ issue (struct request *r)
   }
 }
 
-/* The I/O thread: issue requests whose delay has passed, in order; poll
- * the NBD socket (in the direction libnbd wants) and the wake-up pipe,
- * with a timeout until the next request becomes ready; run libnbd's
- * state machine, which completes requests.  Stops when the handle is
- * closing and nothing is in flight. */
+/* Whether C's libnbd handle has died; if so, connection_lost. */
+static void
+check_alive (struct io_conn *c, const char *why)
+{
+  if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd))
+    connection_lost (c, why);
+}
+
+/* The I/O thread of connection ARG: issue requests whose delay has
+ * passed, in order; poll the NBD socket (in the direction libnbd wants)
+ * and the wake-up pipe, with a timeout until the next request becomes
+ * ready; run libnbd's state machine, which completes requests.  Once the
+ * handle is dead it fails what is queued instead.  Stops when the handle
+ * is closing and nothing of this connection is in flight. */
 static void *
 io_thread (void *arg)
 {
-  struct stabledif_handle *h = arg;
+  struct io_conn *c = arg;
+  struct stabledif_handle *h = c->h;
+  bool lost = false;            /* this connection died */
 
   for (;;) {
-    struct request *ready = NULL, **tail = &ready, *r;
+    struct request *ready, *r;
     struct timespec ts, *timeout = NULL;
     struct pollfd fds[2];
     nfds_t nfds = 1;
@@ -432,53 +512,44 @@ io_thread (void *arg)
     pthread_mutex_lock (&h->lock);
     /* Anything submitted from here on needs a new wake-up; anything
      * submitted before is taken off the queue now. */
-    h->wake_pending = false;
+    c->wake_pending = false;
     now = io_now_ns ();
-    while ((r = h->queue_head) != NULL && r->ready_ns <= now) {
-      h->queue_head = r->next;
-      if (h->queue_head == NULL)
-        h->queue_tail = NULL;
-      r->next = NULL;
-      *tail = r;
-      tail = &r->next;
-    }
-    if (h->queue_head) {
-      uint64_t wait = h->queue_head->ready_ns - now;
+    dead = h->dead;
+    ready = take_queued (c, dead, now);
+    if (c->queue_head) {
+      uint64_t wait = c->queue_head->ready_ns - now;
       ts.tv_sec = wait / 1000000000u;
       ts.tv_nsec = wait % 1000000000u;
       timeout = &ts;
     }
-    stop = h->closing && h->in_flight == 0;
-    dead = h->dead;
+    stop = h->closing && c->in_flight == 0;
     pthread_mutex_unlock (&h->lock);
 
     if (stop)
       break;
     if (ready) {
-      for (r = ready; r != NULL; ) {
-        struct request *next = r->next;
-        r->next = NULL;
-        if (dead) {
-          io_request_fail (r, ENOTCONN, NULL);
-          r->refs = 1;
-          io_request_put (r);
-        }
-        else
+      if (dead)
+        fail_unissued (h, ready);
+      else {
+        for (r = ready; r != NULL; ) {
+          struct request *next = r->next;
+          r->next = NULL;
           issue (r);
-        r = next;
+          r = next;
+        }
+        check_alive (c, nbd_get_error () ? nbd_get_error ()
+                     : "the server closed the connection");
       }
-      if (!dead && (nbd_aio_is_dead (h->nbd) || nbd_aio_is_closed (h->nbd)))
-        connection_lost (h, nbd_get_error () ? nbd_get_error ()
-                         : "the server closed the connection");
       continue;                 /* look at the queue again */
     }
 
-    fds[0].fd = h->wake[0];
+    fds[0].fd = c->wake[0];
     fds[0].events = POLLIN;
     fds[0].revents = 0;
-    dir = dead ? 0 : nbd_aio_get_direction (h->nbd);
+    lost = lost || nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd);
+    dir = lost ? 0 : nbd_aio_get_direction (c->nbd);
     if (dir != 0) {
-      fds[1].fd = nbd_aio_get_fd (h->nbd);
+      fds[1].fd = nbd_aio_get_fd (c->nbd);
       fds[1].events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
         ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
       fds[1].revents = 0;
@@ -491,14 +562,15 @@ io_thread (void *arg)
       if (errno == EINTR)
         continue;
       snprintf (why, sizeof why, "poll: %s", strerror (errno));
-      connection_lost (h, why);
+      connection_lost (c, why);
+      lost = true;
       continue;
     }
     if (fds[0].revents & POLLIN) {
       char buf[64];
       /* Usually one byte (see wake_pending): one read empties the pipe;
        * a full buffer means there may be more. */
-      while (read (h->wake[0], buf, sizeof buf) == (ssize_t) sizeof buf)
+      while (read (c->wake[0], buf, sizeof buf) == (ssize_t) sizeof buf)
         ;
     }
     if (nfds == 2 && fds[1].revents) {
@@ -507,14 +579,14 @@ io_thread (void *arg)
 
       if ((rev & POLLIN) ||
           ((rev & (POLLHUP | POLLERR)) && (dir & LIBNBD_AIO_DIRECTION_READ)))
-        rc = nbd_aio_notify_read (h->nbd);
+        rc = nbd_aio_notify_read (c->nbd);
       else if (rev & (POLLOUT | POLLHUP | POLLERR))
-        rc = nbd_aio_notify_write (h->nbd);
+        rc = nbd_aio_notify_write (c->nbd);
       if (rc == -1)
-        connection_lost (h, nbd_get_error () ? nbd_get_error ()
+        connection_lost (c, nbd_get_error () ? nbd_get_error ()
                          : strerror (nbd_get_errno ()));
-      else if (nbd_aio_is_dead (h->nbd) || nbd_aio_is_closed (h->nbd))
-        connection_lost (h, "the server closed the connection");
+      else
+        check_alive (c, "the server closed the connection");
     }
   }
   return NULL;
@@ -524,37 +596,51 @@ int
 io_start (struct stabledif_handle *h)
 {
   sigset_t all, old;
-  int r;
+  unsigned i;
+  int r = 0;
 
-  if (pipe2 (h->wake, O_NONBLOCK | O_CLOEXEC) == -1) {
-    error_set (errno, "stabledif_connect_uri: pipe: %s", strerror (errno));
-    return -1;
+  for (i = 0; i < h->nconns; i++) {
+    struct io_conn *c = &h->conns[i];
+    if (pipe2 (c->wake, O_NONBLOCK | O_CLOEXEC) == -1) {
+      error_set (errno, "stabledif_connect_uri: pipe: %s", strerror (errno));
+      return -1;
+    }
   }
-  /* The I/O thread takes no signals: they belong to the caller. */
+  /* The I/O threads take no signals: they belong to the caller. */
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &old);
-  r = pthread_create (&h->io_thread, NULL, io_thread, h);
+  for (i = 0; i < h->nconns && r == 0; i++) {
+    struct io_conn *c = &h->conns[i];
+    r = pthread_create (&c->thread, NULL, io_thread, c);
+    if (r == 0)
+      c->running = true;
+  }
   pthread_sigmask (SIG_SETMASK, &old, NULL);
   if (r != 0) {
-    error_set (r, "stabledif_connect_uri: starting the I/O thread: %s",
-               strerror (r));
+    error_set (r, "stabledif_connect_uri: starting the I/O thread of "
+               "connection %u: %s", i, strerror (r));
+    io_stop (h);
     return -1;
   }
-  h->io_running = true;
   return 0;
 }
 
 void
 io_stop (struct stabledif_handle *h)
 {
-  if (!h->io_running)
-    return;
+  unsigned i;
+
   pthread_mutex_lock (&h->lock);
   h->closing = true;
   pthread_mutex_unlock (&h->lock);
-  wake (h);
-  pthread_join (h->io_thread, NULL);
-  h->io_running = false;
+  for (i = 0; i < h->nconns; i++)
+    if (h->conns[i].running)
+      wake (&h->conns[i]);
+  for (i = 0; i < h->nconns; i++)
+    if (h->conns[i].running) {
+      pthread_join (h->conns[i].thread, NULL);
+      h->conns[i].running = false;
+    }
 }
 
 /* Submit a flush. */

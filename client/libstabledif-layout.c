@@ -48,12 +48,8 @@ layout_generate (const struct pi_params *p, const uint8_t *src,
     return;
   }
   if (copy == NULL) {
-    /* The caller's buffer may come from memory rather than cache, where
-     * one isa-l call per block (memory-bound) beats pi.c's batched
-     * guards, which are faster only on data in cache (bench/README.md,
-     * bench-crc --bytes 64M). */
-    for (i = 0; i < nblocks; ++i)
-      pi_generate_block (p, src + i * iv, lba + i, tuples + i * ts);
+    /* The caller's buffer may come from memory rather than cache. */
+    pi_generate_sep_stream (p, src, tuples, nblocks, lba);
     return;
   }
   /* The guard of what was copied: copy a batch, then checksum the copy. */

@@ -59,6 +59,9 @@ usage (FILE *fp)
 "                             (default 0; widens the window policy none\n"
 "                             leaves open)\n"
 "      --seed N               random seed of the writers (default 1)\n"
+"      --connections N        connections per handle, 1 to %d (default 1;\n"
+"                             more than one only if the server advertises\n"
+"                             multi-conn), each with its own I/O thread\n"
 "\n"
 "Device:\n"
 "  URI                        NBD URI of the dif view, e.g.\n"
@@ -86,7 +89,7 @@ usage (FILE *fp)
 "usage; 130 interrupted (the runs so far are reported).\n",
            DEFAULT_THREADS, DEFAULT_DURATION, BENCH_MAX_DURATION,
            DEFAULT_FLUSH_INTERVAL, DEFAULT_PAGE_SIZE, DEFAULT_WRITE_SIZE,
-           DEFAULT_THINK);
+           DEFAULT_THINK, STABLEDIF_MAX_CONNECTIONS);
 }
 
 int
@@ -221,7 +224,7 @@ parse_policies (const char *s, struct bench_options *o)
 enum {
   OPT_WORKING_SET = 256, OPT_FLUSH_INTERVAL, OPT_PAGE_SIZE, OPT_WRITE_SIZE,
   OPT_RACE_DELAY, OPT_THINK, OPT_SEED, OPT_PLUGIN, OPT_FORMAT, OPT_INTERVAL, OPT_SIZE,
-  OPT_SVG, OPT_PROGRESS, OPT_NO_PROGRESS,
+  OPT_SVG, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_CONNECTIONS,
 };
 
 static const struct option long_options[] = {
@@ -235,6 +238,7 @@ static const struct option long_options[] = {
   { "race-delay-us", required_argument, NULL, OPT_RACE_DELAY },
   { "think-us", required_argument, NULL, OPT_THINK },
   { "seed", required_argument, NULL, OPT_SEED },
+  { "connections", required_argument, NULL, OPT_CONNECTIONS },
   { "ctl", required_argument, NULL, 's' },
   { "socket", required_argument, NULL, 's' },
   { "plugin", required_argument, NULL, OPT_PLUGIN },
@@ -309,6 +313,7 @@ options_parse (int argc, char **argv, struct bench_options *o)
   o->think_us = DEFAULT_THINK;
   o->format = DEFAULT_FORMAT;
   o->seed = 1;
+  o->connections = 1;
   memcpy (o->policies, all_policies, sizeof all_policies);
   o->npolicies = sizeof all_policies / sizeof all_policies[0];
 
@@ -385,6 +390,12 @@ options_parse (int argc, char **argv, struct bench_options *o)
       if (parse_uint ("--seed", optarg, 0, UINT_MAX, &v) == -1)
         return -1;
       o->seed = (unsigned) v;
+      break;
+    case OPT_CONNECTIONS:
+      if (parse_uint ("--connections", optarg, 1, STABLEDIF_MAX_CONNECTIONS,
+                      &v) == -1)
+        return -1;
+      o->connections = (unsigned) v;
       break;
     case 's':
       o->ctl = optarg;

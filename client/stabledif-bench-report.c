@@ -168,10 +168,17 @@ void
 report_text (FILE *fp, const struct bench_results *r)
 {
   const struct bench_options *o = r->opts;
-  char ws[32];
+  char ws[32], conns[80];
   size_t i;
 
   human_size (ws, sizeof ws, o->working_set);
+  /* The connections asked for, and those in use if fewer (the server
+   * does not advertise multi-conn). */
+  if (r->nruns > 0 && r->runs[0].connections != o->connections)
+    snprintf (conns, sizeof conns, " (in use: %u; the server does not "
+              "advertise multi-conn)", r->runs[0].connections);
+  else
+    conns[0] = '\0';
   if (r->self_served)
     fprintf (fp, PROG ": our own nbdkit with plugin %s\n", r->plugin);
   else
@@ -180,9 +187,10 @@ report_text (FILE *fp, const struct bench_results *r)
   fprintf (fp, "model: %u writers, working set %s (%" PRIu64 " pages of %"
            PRIu32 " bytes), %" PRIu32 "-byte writes %" PRIu32 " us apart, "
            "flush every %u ms,\n       %.1f s per policy, race delay %" PRIu32
-           " us\n", o->threads, ws, o->working_set / o->page_size,
-           o->page_size, o->write_size, o->think_us, o->flush_interval_ms,
-           o->duration, o->race_delay_us);
+           " us, %u connection%s per handle%s\n", o->threads, ws,
+           o->working_set / o->page_size, o->page_size, o->write_size,
+           o->think_us, o->flush_interval_ms, o->duration, o->race_delay_us,
+           o->connections, o->connections == 1 ? "" : "s", conns);
   for (i = 0; i < r->nruns; i++)
     policy_table (fp, r, &r->runs[i]);
   if (r->nruns > 1)
@@ -260,10 +268,11 @@ run_json (const struct policy_result *p)
 {
   const struct model_result *m = &p->model;
 
-  return json_pack ("{s:s, s:s, s:b, s:b, s:f, s:{s:o, s:o, s:o}, s:f, s:f,"
-                    " s:o, s:o, s:o, s:o, s:{s:o, s:o}, s:o}",
+  return json_pack ("{s:s, s:s, s:I, s:b, s:b, s:f, s:{s:o, s:o, s:o}, s:f,"
+                    " s:f, s:o, s:o, s:o, s:o, s:{s:o, s:o}, s:o}",
                     "policy", policy_name (p->policy),
                     "effective", policy_name (p->effective),
+                    "connections", (json_int_t) p->connections,
                     "unsafe", p->unsafe,
                     "interrupted", m->interrupted,
                     "elapsed_s", seconds (m),
@@ -303,7 +312,8 @@ report_json (FILE *fp, const struct bench_results *r)
     }
   }
   doc = json_pack ("{s:s, s:s, s:s, s:o, s:b, s:o, s:{s:s, s:s, s:I, s:b, s:o},"
-                   " s:{s:I, s:o, s:I, s:I, s:I, s:I, s:f, s:I, s:I}, s:b, s:o}",
+                   " s:{s:I, s:o, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I},"
+                   " s:b, s:o}",
                    "program", PROG,
                    "version", PACKAGE_VERSION,
                    "uri", r->uri,
@@ -326,6 +336,7 @@ report_json (FILE *fp, const struct bench_results *r)
                      "duration_s", o->duration,
                      "race_delay_us", (json_int_t) o->race_delay_us,
                      "seed", (json_int_t) o->seed,
+                     "connections", (json_int_t) o->connections,
                    "interrupted", r->interrupted,
                    "runs", runs);
   if (doc == NULL) {

@@ -162,6 +162,7 @@ connect_policy (const struct bench_options *o, const char *uri, int policy)
   if (stabledif_set_policy (h, (enum stabledif_policy) policy) == -1 ||
       (policy == STABLEDIF_POLICY_NONE && stabledif_set_unsafe (h, true) == -1)
       || stabledif_set_race_delay_us (h, o->race_delay_us) == -1 ||
+      stabledif_set_connections (h, o->connections) == -1 ||
       stabledif_connect_uri (h, uri) == -1) {
     fprintf (stderr, PROG ": policy %s: %s\n",
              stabledif_policy_name ((enum stabledif_policy) policy),
@@ -183,7 +184,7 @@ run_one (const struct bench_options *o, const char *uri, const char *ctl,
   struct model_config mc;
   struct progress_state ps;
   char err[1024];
-  int ret = -1;
+  int n, ret = -1;
 
   p->policy = o->policies[idx];
   h = connect_policy (o, uri, p->policy);
@@ -192,6 +193,14 @@ run_one (const struct bench_options *o, const char *uri, const char *ctl,
   if (idx == 0 && learn_device (h, o, r) == -1)
     goto out;
   p->effective = stabledif_get_effective_policy (h);
+  n = stabledif_get_connections (h);
+  if (n < 1) {
+    fprintf (stderr, PROG ": policy %s: %s\n",
+             stabledif_policy_name ((enum stabledif_policy) p->policy),
+             stabledif_get_error ());
+    goto out;
+  }
+  p->connections = (unsigned) n;
   p->unsafe = p->policy == STABLEDIF_POLICY_NONE && r->dev.stable_writes;
 
   if (ctl) {

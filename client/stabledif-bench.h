@@ -60,6 +60,9 @@ struct bench_options {
   uint32_t think_us;            /* writer's sleep between writes (the
                                    application's own work) */
   uint32_t race_delay_us;       /* library delay checksum -> copy-out */
+  unsigned connections;         /* connections per handle, 1 to
+                                   STABLEDIF_MAX_CONNECTIONS
+                                   (stabledif_set_connections) */
   int policies[BENCH_MAX_POLICIES]; /* enum stabledif_policy, in order */
   size_t npolicies;             /* entries in policies */
   bool json;                    /* --json: one JSON document on stdout */
@@ -194,6 +197,7 @@ struct device_info {
 struct policy_result {
   int policy;                   /* requested (enum stabledif_policy) */
   int effective;                /* in effect after connect */
+  unsigned connections;         /* connections in use after connect */
   bool unsafe;                  /* the unsafe flag was set (none) */
   bool ok;                      /* the run completed */
   struct model_result model;    /* what the writers and flusher saw */

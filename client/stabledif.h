@@ -125,6 +125,18 @@ int stabledif_set_forensics_callback (struct stabledif_handle *h,
                                       stabledif_forensics_callback cb,
                                       void *user_data);
 
+/* Connections: the most a handle opens. */
+#define STABLEDIF_MAX_CONNECTIONS 16
+
+/* Before connect: open N (1..STABLEDIF_MAX_CONNECTIONS, default 1)
+ * connections to the device, each with its own I/O thread (like the
+ * hardware queues of a block device).  More than one is used only if
+ * the server advertises multi-conn (a flush on one connection covers the
+ * writes completed on all); otherwise connect opens one.  Get: the
+ * number requested before connect, the number in use after. */
+int stabledif_set_connections (struct stabledif_handle *h, unsigned n);
+int stabledif_get_connections (struct stabledif_handle *h);
+
 /* Connecting and the device profile. */
 int stabledif_connect_uri (struct stabledif_handle *h, const char *uri);
 const char *stabledif_get_profile (struct stabledif_handle *h);

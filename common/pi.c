@@ -587,6 +587,36 @@ pi_generate_sep (const struct pi_params *p, const uint8_t *data,
     pi_generate_block (p, data, lba + i, pi);
 }
 
+void
+pi_generate_sep_stream (const struct pi_params *p, const uint8_t *data,
+                        uint8_t *pi, uint64_t nblocks, uint64_t lba)
+{
+  const uint32_t iv = p->interval;
+  const size_t ts = p->format->tuple_size;
+  uint64_t i;
+
+  switch (p->format->guard) {
+  case PI_GUARD_NONE:
+    break;
+  case PI_GUARD_CRC16: {
+    const bool has_ref = p->format->type == PI_TYPE_1 ||
+      p->format->type == PI_TYPE_2;
+    /* The tuple as pi_tuple_encode writes it, without a call per
+     * block. */
+    for (i = 0; i < nblocks; i++, data += iv, pi += ts) {
+      put_be16 (pi, crc16_t10dif (0, data, iv));
+      put_be16 (pi + 2, p->app_tag);
+      put_be32 (pi + 4, has_ref ? (uint32_t) (lba + i) : 0);
+    }
+    break;
+  }
+  case PI_GUARD_CRC64:
+    for (i = 0; i < nblocks; i++, data += iv, pi += ts)
+      pi_generate_block (p, data, lba + i, pi);
+    break;
+  }
+}
+
 uint64_t
 pi_verify_sep (const struct pi_params *p, const uint8_t *data,
                const uint8_t *pi, uint64_t nblocks, uint64_t lba,
@@ -622,24 +652,42 @@ pi_split_ext (const struct pi_params *p, const uint8_t *ext,
   }
 }
 
+/* The join loop with the tuple size TS known at compile time: the
+ * tuple is then a move, not a call. */
+static inline __attribute__ ((always_inline)) void
+join_blocks (uint32_t iv, size_t ts, const uint8_t *data, const uint8_t *pi,
+             uint8_t *ext, uint64_t nblocks)
+{
+  uint64_t i;
+
+  for (i = 0; i < nblocks; i++) {
+    memcpy (ext, data, iv);
+    memcpy (ext + iv, pi, ts);
+    ext += iv + ts;
+    data += iv;
+    pi += ts;
+  }
+}
+
 void
 pi_join_ext (const struct pi_params *p, const uint8_t *data,
              const uint8_t *pi, uint8_t *ext, uint64_t nblocks)
 {
   const size_t ts = p->format->tuple_size;
-  uint64_t i;
 
-  if (ts == 0) {
+  switch (ts) {
+  case 0:
     if (nblocks > 0)
       memcpy (ext, data, nblocks * p->interval);
-    return;
-  }
-  for (i = 0; i < nblocks; i++) {
-    memcpy (ext, data, p->interval);
-    ext += p->interval;
-    data += p->interval;
-    memcpy (ext, pi, ts);
-    ext += ts;
-    pi += ts;
+    break;
+  case 8:
+    join_blocks (p->interval, 8, data, pi, ext, nblocks);
+    break;
+  case 16:
+    join_blocks (p->interval, 16, data, pi, ext, nblocks);
+    break;
+  default:
+    join_blocks (p->interval, ts, data, pi, ext, nblocks);
+    break;
   }
 }

@@ -3,8 +3,11 @@
 # nbdkit's memory plugin.  Not a measurement (no ratio is asserted):
 # it proves that both ways of driving libstabledif -- from completion
 # callbacks (the default) and from the main thread -- run every request
-# to completion under each stable-page policy that copies or waits, that
-# the table has its four rows, and that bad options exit 2.
+# to completion under each stable-page policy that copies or waits, with
+# one connection per side and with several (libstabledif's connections
+# of one handle against as many libnbd handles, each on its own thread),
+# that the table has its four rows and names the connections, and that
+# bad options exit 2.
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 : "${top_builddir:?top_builddir must be set}"
 HELPER="$top_builddir/bench/bench-dif-view"
@@ -20,21 +23,43 @@ run_bench () {
     'SD_URI=$uri timeout 120 "$NBDKIT" -U - memory size=8M --run '\''"$HELPER" --span 2M --rounds 1 --round-ms 30 $BENCH_ARGS "$SD_URI" "$uri"'\'
 }
 
-for args in "" "--submit thread" "--policy snapshot" "--policy wait-sent --depth 3"; do
+for args in "" "--submit thread" "--policy snapshot" "--policy wait-sent --depth 3" \
+            "--connections 2" "--connections 2 --submit thread" \
+            "--connections 3 --depth 4 --policy snapshot"; do
   run_bench $args > "$out" 2>&1 || { cat "$out"; fail "bench-dif-view $args failed"; }
   for row in "write 4 KiB" "read 4 KiB" "write 128 KiB" "read 128 KiB"; do
     grep -q "^$row .* MB/s .* MB/s .*x" "$out" ||
       { cat "$out"; fail "bench-dif-view $args: no row \"$row\""; }
   done
-  grep -q "submits from $([ "$args" = "--submit thread" ] && echo 'the main thread' || echo 'completion callbacks')" "$out" ||
+  case $args in
+    *"--submit thread"*) mode='the main thread' ;;
+    *) mode='completion callbacks' ;;
+  esac
+  grep -q "submits from $mode" "$out" ||
     { cat "$out"; fail "bench-dif-view $args: submission mode not named"; }
+  # The memory store advertises multi-conn: the library opens them all.
+  case $args in
+    *"--connections 2"*) n=2 ;;
+    *"--connections 3"*) n=3 ;;
+    *) n=1 ;;
+  esac
+  [ $n = 1 ] && h=handle || h=handles
+  grep -qxF "connections: $n per side (libstabledif: $n in use; libnbd: $n $h)" "$out" ||
+    { cat "$out"; fail "bench-dif-view $args: connections line"; }
 done
+grep -q '^queue depth 4 per side (1-2 per connection)' "$out" ||
+  { cat "$out"; fail "depth 4 over 3 connections: depth line"; }
 
 # One size, one side (the profiling mode).
 run_bench --size 8192 --only read --side libstabledif > "$out" 2>&1 ||
   { cat "$out"; fail "bench-dif-view --side"; }
 grep -q '^read 8 KiB: .* MB/s' "$out" || { cat "$out"; fail "--side output"; }
 if grep -q '^write' "$out"; then cat "$out"; fail "--only read timed writes"; fi
+# ... and the baseline alone, on two handles.
+run_bench --connections 2 --size 8192 --only write --side baseline > "$out" 2>&1 ||
+  { cat "$out"; fail "bench-dif-view --side baseline --connections 2"; }
+grep -q '^write 8 KiB: .* MB/s' "$out" || { cat "$out"; fail "--side baseline output"; }
+if grep -q '^read' "$out"; then cat "$out"; fail "--only write timed reads"; fi
 
 # Bad options: exit 2 with a message naming the option, before any I/O.
 for bad in "--submit sideways" "--side both" "--size 1000" "--depth x"; do
@@ -44,5 +69,17 @@ for bad in "--submit sideways" "--side both" "--size 1000" "--depth x"; do
   [ "$r" = 2 ] || { cat "$out"; fail "$bad: exit $r, wanted 2"; }
   grep -q -e "${bad%% *}" -e "bad number" "$out" ||
     { cat "$out"; fail "$bad: message does not name the option"; }
+done
+# --connections: 1 to 16, and no more than the requests in flight.
+for bad in "--connections 0:--connections 0: out of range (1 to 16)" \
+           "--connections 17:--connections 17: out of range (1 to 16)" \
+           "--connections x:--connections \"x\": not a number (1 to 16)" \
+           "--depth 2 --connections 3:--depth 2 is less than --connections 3"; do
+  r=0
+  "$HELPER" ${bad%%:*} nbd+unix:///?socket=/nonexistent nbd+unix:///?socket=/x \
+    > "$out" 2>&1 || r=$?
+  [ "$r" = 2 ] || { cat "$out"; fail "${bad%%:*}: exit $r, wanted 2"; }
+  grep -qF -- "${bad#*:}" "$out" ||
+    { cat "$out"; fail "${bad%%:*}: message: wanted ${bad#*:}"; }
 done
 echo "$0: ok"

@@ -170,6 +170,7 @@ START_TEST (test_defaults)
   ck_assert_uint_eq (o.page_size, 4096);
   ck_assert_uint_eq (o.working_set, 16u << 20);
   ck_assert_uint_eq (o.flush_interval_ms, 100);
+  ck_assert_uint_eq (o.connections, 1);
   ck_assert_ptr_null (o.uri);
   ck_assert_ptr_null (o.ctl);
   ck_assert_str_eq (o.format, "T10-DIF-TYPE1-CRC");
@@ -191,6 +192,7 @@ START_TEST (test_options)
                            "--duration", "0.5", "--flush-interval", "20",
                            "--page-size", "8k", "--write-size", "0",
                            "--race-delay-us", "300", "--think-us", "0",
+                           "--connections", "16",
                            "-p", "snapshot,wait_sent,none",
                            "--json", "--svg", "x.svg", "-s", "/c.sock",
                            "nbd+unix:///dif?socket=/s", NULL), 0);
@@ -202,6 +204,7 @@ START_TEST (test_options)
   ck_assert_uint_eq (o.write_size, 8192);       /* 0: the whole page */
   ck_assert_uint_eq (o.race_delay_us, 300);
   ck_assert_uint_eq (o.think_us, 0);
+  ck_assert_uint_eq (o.connections, STABLEDIF_MAX_CONNECTIONS);
   ck_assert_uint_eq (o.npolicies, 3);
   ck_assert_int_eq (o.policies[0], STABLEDIF_POLICY_SNAPSHOT);
   ck_assert_int_eq (o.policies[1], STABLEDIF_POLICY_WAIT_SENT);
@@ -232,6 +235,9 @@ START_TEST (test_bad_options)
   ck_assert_int_eq (parse (&o, "-p", ",", NULL), -1);
   ck_assert_int_eq (parse (&o, "-p", "all,all", NULL), -1);   /* 10 > 8 */
   ck_assert_int_eq (parse (&o, "--interval", "1024", NULL), -1);
+  ck_assert_int_eq (parse (&o, "--connections", "0", NULL), -1);
+  ck_assert_int_eq (parse (&o, "--connections", "17", NULL), -1);
+  ck_assert_int_eq (parse (&o, "--connections", "two", NULL), -1);
   ck_assert_int_eq (parse (&o, "--bogus", NULL), -1);
   ck_assert_int_eq (parse (&o, "-t", NULL), -1);
   ck_assert_int_eq (parse (&o, "uri1", "uri2", NULL), -1);

@@ -62,6 +62,8 @@ bad 'option -t needs an argument' -t
 bad 'only one URI' nbd://a nbd://b
 bad '--ctl names the control socket of the device at URI' --ctl /x.sock
 bad 'cannot be used with a URI' --format none nbd://localhost
+bad '--connections 17: out of range \(1 to 16\)' --connections 17
+bad '--connections: "x" is not a number' --connections x
 echo "ok: usage errors"
 
 # ---- self-served: text table and SVG ----
@@ -132,6 +134,7 @@ json $j '[r["policy"] for r in j["runs"]] == ["auto", "wait", "wait-sent", "snap
 json $j 'j["self_served"] is False and j["ctl"] == "'"$CTL"'"'
 json $j 'j["device"]["format"] == "T10-DIF-TYPE1-CRC" and j["device"]["stable_writes"]'
 json $j 'j["config"]["threads"] == 2 and j["config"]["race_delay_us"] == 5000'
+json $j 'j["config"]["connections"] == 1 and all(r["connections"] == 1 for r in j["runs"])'
 json $j 'run("auto")["effective"] == "wait" and run("none")["unsafe"]'
 json $j 'all(r["operations"][op]["count"] > 0 for r in j["runs"] for op in ("write", "writeback", "flush"))'
 json $j 'all(r["operations"]["write"]["max_ms"] >= r["operations"]["write"]["p99_ms"] >= 0 for r in j["runs"])'
@@ -174,6 +177,20 @@ json $j 'not run("none")["unsafe"]'
 json $j 'all(r["device"] is None and r["corruption"]["device"] is None for r in j["runs"])'
 json $j 'all(r["client"]["write_errors"] == 0 for r in j["runs"])'
 echo "ok: format=none"
+
+# ---- several connections per handle ----
+# The memory store advertises multi-conn: the library opens both, and the
+# flusher's writes (from its own thread) go over both.
+expect_rc 0 --duration 0.3 --working-set 1M -p snapshot,wait --connections 2
+grep -qE '^       [0-9.]+ s per policy, race delay 0 us, 2 connections per handle$' "$out" ||
+  { cat "$out"; fail "--connections 2: model line"; }
+grep -qE '^Throughput [0-9.]+ MB/sec' "$out" || { cat "$out"; fail "--connections 2: table"; }
+expect_rc 0 --duration 0.3 --working-set 1M -p snapshot --connections 2 --json
+cp "$out" "$tmpdir/conn.json"
+j=$tmpdir/conn.json
+json $j 'j["config"]["connections"] == 2 and run("snapshot")["connections"] == 2'
+json $j 'run("snapshot")["operations"]["writeback"]["count"] > 0 and run("snapshot")["client"]["write_errors"] == 0'
+echo "ok: --connections"
 
 # ---- devices that cannot be used ----
 expect_rc 1 --duration 0.2 --plugin "$tmpdir/no-such-plugin.so"

@@ -505,6 +505,44 @@ START_TEST (test_generate_block)
 }
 END_TEST
 
+/* pi_generate_sep_stream (one CRC call per interval, for callers'
+ * buffers) writes exactly the tuples of pi_generate_block, for every
+ * format and interval, high LBAs included, and nothing past the last. */
+START_TEST (test_generate_stream)
+{
+  enum { N = 9 };
+  static uint8_t data[N * 4096];
+  uint8_t got[N * PI_TUPLE_MAX + 1], want[N * PI_TUPLE_MAX];
+  const uint64_t lba = UINT64_C (0x0000abcdfffffffb); /* ref wraps inside */
+  struct pi_params p;
+  size_t i, b;
+  uint32_t iv;
+
+  rng_fill (data, sizeof data);
+  for (i = 0; i < NR_PI_NAMES; i++) {
+    for (iv = 512; iv <= 4096; iv *= 8) {
+      size_t ts;
+
+      if (!pi_interval_valid (fmt (pi_names[i]), iv, NULL))
+        continue;
+      p = params (pi_names[i], iv);
+      p.app_tag = 0x4321;
+      ts = p.format->tuple_size;
+      for (b = 0; b < N; b++)
+        pi_generate_block (&p, data + b * iv, lba + b, want + b * ts);
+      memset (got, 0xa5, sizeof got);
+      pi_generate_sep_stream (&p, data, got, N, lba);
+      ck_assert_mem_eq (got, want, N * ts);
+      ck_assert_uint_eq (got[N * ts], 0xa5);
+      /* The same as the batched generator. */
+      memset (got, 0x5a, sizeof got);
+      pi_generate_sep (&p, data, got, N, lba);
+      ck_assert_mem_eq (got, want, N * ts);
+    }
+  }
+}
+END_TEST
+
 START_TEST (test_none_is_noop)
 {
   struct pi_params p = {
@@ -1086,8 +1124,9 @@ START_TEST (test_split_join)
   const struct pi_format *f;
   size_t i, b;
 
-  for (i = 0; (f = pi_format_at (i)) != NULL; i++) {
-    struct pi_params p = { .format = f, .interval = f->needs_4k ? 4096 : 512 };
+  for (i = 0; (f = pi_format_at (i)) != NULL; i++)
+  for (uint32_t iv = f->needs_4k ? 4096 : 512; iv <= 4096; iv *= 8) {
+    struct pi_params p = { .format = f, .interval = iv };
     const size_t es = pi_ext_size (&p), ts = f->tuple_size;
 
     rng_fill (ext, sizeof ext);
@@ -1155,6 +1194,7 @@ pi_suite (void)
   tcase_add_test (tc, test_intervals_round_trip);
   tcase_add_test (tc, test_verify_batches);
   tcase_add_test (tc, test_split_join);
+  tcase_add_test (tc, test_generate_stream);
   suite_add_tcase (s, tc);
   return s;
 }
