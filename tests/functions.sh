@@ -156,6 +156,29 @@ serve () {
   fi
 }
 
+# serve_killable PARAMS...: the plugin with PARAMS in the background, on
+# the socket $tmpdir/sock with its pid in $tmpdir/nbdkit.pid, for tests
+# that kill the server.  Returns once both exist (fails the test if they
+# do not within 10 s); stopped at cleanup if still running.  $bg is the
+# background job.
+serve_killable () {
+  sock=$tmpdir/sock
+  pidfile=$tmpdir/nbdkit.pid
+  rm -f "$sock" "$pidfile"
+  run_nbdkit -f -U "$sock" -P "$pidfile" --exit-with-parent "$PLUGIN" "$@" &
+  bg=$!
+  case " $cleanup_hooks " in
+    *" stop_bg "*) ;;
+    *) cleanup_hooks="$cleanup_hooks stop_bg" ;;
+  esac
+  for _ in $(seq 100); do
+    [ -S "$sock" ] && [ -s "$pidfile" ] && return 0
+    sleep 0.1
+  done
+  fail "nbdkit did not start"
+}
+stop_bg () { kill "$bg" 2>/dev/null || :; }
+
 fail () {
   echo "$0: FAIL: $*" >&2
   exit 1

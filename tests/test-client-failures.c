@@ -24,23 +24,6 @@
 static struct stabledif_handle *h;
 static uint32_t iv;
 
-struct done {
-  atomic_bool ran;
-  int error;
-  char msg[1024];
-};
-
-static void
-on_done (void *user_data, int error)
-{
-  struct done *d = user_data;
-  const char *m = stabledif_get_error ();
-
-  d->error = error;
-  snprintf (d->msg, sizeof d->msg, "%s", error && m ? m : "");
-  atomic_store (&d->ran, true);
-}
-
 static int reports, report_blocks;
 static bool report_rejected;
 

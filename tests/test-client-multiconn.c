@@ -114,25 +114,6 @@ static uint64_t read_bytes_done;      /* their data bytes */
 
 /* ---- helpers ---- */
 
-/* What a completion callback saw. */
-struct done {
-  atomic_bool ran;              /* the callback ran */
-  int error;                    /* its error */
-  char msg[1024];               /* stabledif_get_error() inside it */
-};
-
-/* A completion callback that records into a struct done. */
-static void
-on_done (void *user_data, int error)
-{
-  struct done *d = user_data;
-  const char *m = stabledif_get_error ();
-
-  d->error = error;
-  snprintf (d->msg, sizeof d->msg, "%s", error && m ? m : "");
-  atomic_store (&d->ran, true);
-}
-
 /* A completion callback that counts into an atomic_uint, and errors
  * into count_errors. */
 static atomic_uint count_errors;

@@ -101,20 +101,8 @@ else
     "not tested"
 fi
 
-# The server killed with requests on both connections: a server we can
-# kill, in the background on our own socket.
-sock=$tmpdir/sock
-pidfile=$tmpdir/nbdkit.pid
-run_nbdkit -f -U "$sock" -P "$pidfile" --exit-with-parent "$PLUGIN" \
-  size=1M ctl=none &
-bg=$!
-stop_bg () { kill "$bg" 2>/dev/null || :; }
-cleanup_hooks="$cleanup_hooks stop_bg"
-for _ in $(seq 100); do
-  [ -S "$sock" ] && [ -s "$pidfile" ] && break
-  sleep 0.1
-done
-[ -S "$sock" ] && [ -s "$pidfile" ] || fail "nbdkit did not start"
+# The server killed with requests on both connections.
+serve_killable size=1M ctl=none
 $P "nbd+unix:///?socket=$sock" killed "$pidfile" || fail "killed"
 wait "$bg" || :
 

@@ -37,24 +37,6 @@ static uint32_t iv;
 
 /* ---- callbacks ---- */
 
-/* What a completion callback saw. */
-struct done {
-  atomic_bool ran;              /* the callback ran */
-  int error;                    /* its error */
-  char msg[1024];               /* stabledif_get_error() inside it */
-};
-
-static void
-on_done (void *user_data, int error)
-{
-  struct done *d = user_data;
-  const char *m = stabledif_get_error ();
-
-  d->error = error;
-  snprintf (d->msg, sizeof d->msg, "%s", error && m ? m : "");
-  atomic_store (&d->ran, true);
-}
-
 /* What the forensics callback saw (one report kept). */
 static struct {
   int calls;

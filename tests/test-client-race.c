@@ -127,8 +127,9 @@ on_forensics (void *user_data, const struct stabledif_forensics_report *rep)
   }
 }
 
+/* Completion callback of a write: records into its struct outcome. */
 static void
-on_done (void *user_data, int error)
+on_outcome (void *user_data, int error)
 {
   struct outcome *o = user_data;
   const char *m = stabledif_get_error ();
@@ -236,7 +237,7 @@ main (int argc, char *argv[])
     for (r = 0; r < REGIONS; ++r) {
       memcpy (snap[r], buf + r * region_len, region_len);
       CHECK (stabledif_aio_pwrite (h, buf + r * region_len, region_len,
-                                   region_lba (r) * iv, 0, on_done,
+                                   region_lba (r) * iv, 0, on_outcome,
                                    &outcome[r]) > 0, "aio_pwrite");
     }
     pthread_mutex_unlock (&page_lock);

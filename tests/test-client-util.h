@@ -6,6 +6,8 @@
 #define STABLEDIF_TEST_CLIENT_UTIL_H
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +74,25 @@ xmalloc (size_t n)
     exit (EXIT_FAILURE);
   }
   return p;
+}
+
+/* What a completion callback saw (on_done). */
+struct done {
+  atomic_bool ran;              /* the callback ran */
+  int error;                    /* its error */
+  char msg[1024];               /* stabledif_get_error() inside it */
+};
+
+/* A completion callback that records into the struct done USER_DATA. */
+static inline void
+on_done (void *user_data, int error)
+{
+  struct done *d = user_data;
+  const char *m = stabledif_get_error ();
+
+  d->error = error;
+  snprintf (d->msg, sizeof d->msg, "%s", error && m ? m : "");
+  atomic_store (&d->ran, true);
 }
 
 #endif /* STABLEDIF_TEST_CLIENT_UTIL_H */
