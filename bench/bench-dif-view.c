@@ -98,16 +98,17 @@ struct side {
   pthread_cond_t cond;          /* stabledif: a request completed */
   unsigned in_flight;           /* stabledif: requests not completed */
   int failed;                   /* first errno of a failed request */
-  /* Callback-driven run (libstabledif), under LOCK: */
+  /* Callback-driven run (libstabledif): atomics, like the baseline's
+   * counter, so that the I/O threads of several connections share no
+   * lock here (LOCK only guards FAILED and the last wake-up): */
   struct slot *slots;           /* DEPTH slots */
   bool write;                   /* writes, else reads */
   uint8_t *bufs;                /* DEPTH * COUNT bytes */
   size_t count;                 /* bytes per request */
-  uint64_t span;                /* offsets wrap at this */
-  uint64_t off;                 /* offset of the next request */
-  uint64_t bytes;               /* bytes submitted */
   bool once;                    /* stop after one pass over the span */
-  bool stop;                    /* submit no more */
+  atomic_bool stop;             /* submit no more */
+  _Atomic unsigned chained;     /* requests in flight */
+  _Atomic uint64_t submitted;   /* requests submitted in the round */
   /* Baseline (libnbd): */
   struct nb_conn *conns;        /* NCONNS connections */
   _Atomic uint64_t next;        /* index of the next request of a round */
@@ -180,25 +181,48 @@ sd_wait_below (struct side *s, unsigned max)
  * recommends for throughput (a callback submits the next request on the
  * I/O thread, which picks it up before it polls again) ---- */
 
-/* Offset of the next request, under LOCK; false when a single pass is
- * over (and then STOP is set). */
+/* Take the next request of the span (counted in flight): its offset;
+ * false when the round is over (and then STOP is set). */
 static bool
 chain_next (struct side *s, uint64_t *off)
 {
-  if (s->stop)
+  uint64_t idx;
+
+  if (atomic_load (&s->stop))
     return false;
-  if (s->off + s->count > s->span) {
-    s->off = 0;
-    if (s->once) {
-      s->stop = true;
-      return false;
-    }
+  idx = atomic_fetch_add (&s->next, 1);
+  if (s->once && idx >= s->per_pass) {
+    atomic_store (&s->stop, true);
+    return false;
   }
-  *off = s->off;
-  s->off += s->count;
-  s->bytes += s->count;
-  s->in_flight++;
+  *off = (idx % s->per_pass) * s->count;
+  atomic_fetch_add (&s->chained, 1);
+  atomic_fetch_add (&s->submitted, 1);
   return true;
+}
+
+/* A request of the chain is over: the last one wakes the main thread
+ * (under LOCK, so that the wake-up cannot be lost). */
+static void
+chain_retire (struct side *s)
+{
+  if (atomic_fetch_sub (&s->chained, 1) == 1) {
+    pthread_mutex_lock (&s->lock);
+    pthread_cond_signal (&s->cond);
+    pthread_mutex_unlock (&s->lock);
+  }
+}
+
+/* A request of the chain failed with ERROR: stop the round. */
+static void
+chain_fail (struct side *s, int error)
+{
+  pthread_mutex_lock (&s->lock);
+  if (!s->failed)
+    s->failed = error;
+  atomic_store (&s->stop, true);
+  pthread_cond_signal (&s->cond);
+  pthread_mutex_unlock (&s->lock);
 }
 
 static void chain_done (void *user_data, int error);
@@ -218,13 +242,9 @@ chain_submit (struct slot *slot, uint64_t off)
                              slot);
   if (c == -1) {
     fprintf (stderr, PROG ": %s\n", stabledif_get_error ());
-    pthread_mutex_lock (&s->lock);
-    if (!s->failed)
-      s->failed = EIO;
-    s->stop = true;
-    s->in_flight--;
-    pthread_cond_signal (&s->cond);
-    pthread_mutex_unlock (&s->lock);
+    atomic_fetch_sub (&s->submitted, 1);
+    chain_fail (s, EIO);
+    chain_retire (s);
   }
 }
 
@@ -235,20 +255,13 @@ chain_done (void *user_data, int error)
   struct slot *slot = user_data;
   struct side *s = slot->s;
   uint64_t off;
-  bool more;
 
-  pthread_mutex_lock (&s->lock);
-  if (error && !s->failed) {
-    s->failed = error;
-    s->stop = true;
-  }
-  s->in_flight--;
-  more = chain_next (s, &off);
-  if (s->in_flight == 0 || s->stop)
-    pthread_cond_signal (&s->cond);
-  pthread_mutex_unlock (&s->lock);
-  if (more)
+  if (error)
+    chain_fail (s, error);
+  /* The next request is counted in flight before this one retires. */
+  if (chain_next (s, &off))
     chain_submit (slot, off);
+  chain_retire (s);
 }
 
 static double now (void);
@@ -268,25 +281,26 @@ sd_run_chained (struct side *s, const struct options *o, bool write,
   s->write = write;
   s->bufs = bufs;
   s->count = count;
-  s->span = o->span;
-  s->off = s->bytes = 0;
+  s->per_pass = o->span / count;
   s->once = secs == 0;
-  s->stop = false;
   s->failed = 0;
+  atomic_store (&s->next, 0);
+  atomic_store (&s->stop, false);
+  atomic_store (&s->submitted, 0);
+  /* The main thread holds one count until it has submitted the first
+   * DEPTH, so that the round cannot look finished before. */
+  atomic_store (&s->chained, 1);
   pthread_mutex_unlock (&s->lock);
 
   t0 = now ();
   for (i = 0; i < o->depth; i++) {
     uint64_t off;
-    bool more;
 
-    pthread_mutex_lock (&s->lock);
-    more = chain_next (s, &off);
-    pthread_mutex_unlock (&s->lock);
-    if (!more)
+    if (!chain_next (s, &off))
       break;
     chain_submit (&s->slots[i], off);
   }
+  chain_retire (s);
 
   clock_gettime (CLOCK_REALTIME, &deadline);
   if (secs > 0) {
@@ -298,11 +312,11 @@ sd_run_chained (struct side *s, const struct options *o, bool write,
   pthread_mutex_lock (&s->lock);
   /* A timed round: until the deadline (or a failure); then let what is
    * in flight finish. */
-  while (secs > 0 && !s->stop &&
+  while (secs > 0 && !atomic_load (&s->stop) &&
          pthread_cond_timedwait (&s->cond, &s->lock, &deadline) == 0)
     ;
-  s->stop = true;
-  while (s->in_flight > 0)
+  atomic_store (&s->stop, true);
+  while (atomic_load (&s->chained) > 0)
     pthread_cond_wait (&s->cond, &s->lock);
   failed = s->failed;
   pthread_mutex_unlock (&s->lock);
@@ -312,7 +326,7 @@ sd_run_chained (struct side *s, const struct options *o, bool write,
              strerror (failed));
     return -1;
   }
-  return (double) s->bytes / t;
+  return (double) atomic_load (&s->submitted) * (double) s->count / t;
 }
 
 /* ---- timing ---- */

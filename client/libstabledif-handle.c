@@ -22,16 +22,18 @@ stabledif_create (void)
     return NULL;
   }
   pthread_mutex_init (&h->lock, NULL);
-  pthread_cond_init (&h->cond, NULL);
   h->policy = STABLEDIF_POLICY_AUTO;
   h->effective = STABLEDIF_POLICY_AUTO;
   h->want_conns = 1;
   for (i = 0; i < STABLEDIF_MAX_CONNECTIONS; i++) {
-    h->conns[i].h = h;
-    h->conns[i].index = i;
-    h->conns[i].wake[0] = h->conns[i].wake[1] = -1;
+    struct io_conn *c = &h->conns[i];
+    c->h = h;
+    c->index = i;
+    c->wake[0] = c->wake[1] = -1;
+    pthread_mutex_init (&c->lock, NULL);
+    pthread_cond_init (&c->cond, NULL);
+    pinset_init (&c->pins);
   }
-  pinset_init (&h->pins);
   return h;
 }
 
@@ -45,7 +47,7 @@ stabledif_close (struct stabledif_handle *h)
   if (h == NULL)
     return;
   io_stop (h);
-  for (i = 0; i < h->nconns; i++) {
+  for (i = 0; i < STABLEDIF_MAX_CONNECTIONS; i++) {
     struct io_conn *c = &h->conns[i];
     if (c->nbd) {
       /* A polite goodbye on every connection that still works. */
@@ -57,12 +59,13 @@ stabledif_close (struct stabledif_handle *h)
       close (c->wake[0]);
     if (c->wake[1] >= 0)
       close (c->wake[1]);
+    io_buf_cache_free (c);
+    pthread_cond_destroy (&c->cond);
+    pthread_mutex_destroy (&c->lock);
   }
   free (h->profile_line);
   free (h->dead_msg);
   free (h->pending_msg);
-  io_buf_cache_free (h);
-  pthread_cond_destroy (&h->cond);
   pthread_mutex_destroy (&h->lock);
   free (h);
 }
@@ -70,16 +73,11 @@ stabledif_close (struct stabledif_handle *h)
 int
 handle_check_connected (struct stabledif_handle *h, const char *fn)
 {
-  bool connected;
-
   if (h == NULL) {
     error_set (EINVAL, "%s: handle is NULL", fn);
     return -1;
   }
-  pthread_mutex_lock (&h->lock);
-  connected = h->connected;
-  pthread_mutex_unlock (&h->lock);
-  if (!connected) {
+  if (!atomic_load (&h->connected)) {
     error_set (ENOTCONN, "%s: not connected (call stabledif_connect_uri "
                "first)", fn);
     return -1;
@@ -161,10 +159,36 @@ stabledif_get_race_delay_us (struct stabledif_handle *h)
   return d;
 }
 
-/* A snapshot of the handle's counters. */
+/* Add the counters B to A. */
+static void
+stats_add (struct stabledif_stats *a, const struct stabledif_stats *b)
+{
+  a->writes += b->writes;
+  a->write_bytes += b->write_bytes;
+  a->write_errors += b->write_errors;
+  a->rejected_writes += b->rejected_writes;
+  a->reads += b->reads;
+  a->read_bytes += b->read_bytes;
+  a->read_errors += b->read_errors;
+  a->read_pi_errors += b->read_pi_errors;
+  a->flushes += b->flushes;
+  a->wait_calls += b->wait_calls;
+  a->waits += b->waits;
+  a->wait_ns += b->wait_ns;
+  a->snapshots += b->snapshots;
+  a->snapshot_bytes += b->snapshot_bytes;
+  a->forensics_bytes += b->forensics_bytes;
+  a->dma_bytes += b->dma_bytes;
+  a->mismatches += b->mismatches;
+  a->mismatched_blocks += b->mismatched_blocks;
+}
+
+/* The handle's counters: its own (the waits) and its connections'. */
 int
 stabledif_get_stats (struct stabledif_handle *h, struct stabledif_stats *stats)
 {
+  unsigned i;
+
   if (h == NULL || stats == NULL) {
     error_set (EINVAL, "stabledif_get_stats: %s is NULL",
                h == NULL ? "handle" : "stats");
@@ -173,6 +197,11 @@ stabledif_get_stats (struct stabledif_handle *h, struct stabledif_stats *stats)
   pthread_mutex_lock (&h->lock);
   *stats = h->stats;
   pthread_mutex_unlock (&h->lock);
+  for (i = 0; i < STABLEDIF_MAX_CONNECTIONS; i++) {
+    pthread_mutex_lock (&h->conns[i].lock);
+    stats_add (stats, &h->conns[i].stats);
+    pthread_mutex_unlock (&h->conns[i].lock);
+  }
   return 0;
 }
 
@@ -180,12 +209,20 @@ stabledif_get_stats (struct stabledif_handle *h, struct stabledif_stats *stats)
 int
 stabledif_reset_stats (struct stabledif_handle *h)
 {
+  unsigned i;
+
   if (h == NULL) {
     error_set (EINVAL, "stabledif_reset_stats: handle is NULL");
     return -1;
   }
+
   pthread_mutex_lock (&h->lock);
   memset (&h->stats, 0, sizeof h->stats);
   pthread_mutex_unlock (&h->lock);
+  for (i = 0; i < STABLEDIF_MAX_CONNECTIONS; i++) {
+    pthread_mutex_lock (&h->conns[i].lock);
+    memset (&h->conns[i].stats, 0, sizeof h->conns[i].stats);
+    pthread_mutex_unlock (&h->conns[i].lock);
+  }
   return 0;
 }

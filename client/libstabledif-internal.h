@@ -5,15 +5,23 @@
  * with one I/O thread that owns its libnbd handle (it alone calls
  * nbd_aio_* on it after connect), copies write data out to extended
  * blocks, and runs the completion and forensics callbacks of the
- * requests on its connection.  Everything marked "lock" (in struct
- * stabledif_handle and struct io_conn) is protected by h->lock; the
- * condition h->cond is broadcast whenever a request is copied out or
- * completes.
+ * requests on its connection.
+ *
+ * Locks: what one request touches from submit to completion belongs to
+ * its connection, marked "clock" and protected by c->lock (the queue,
+ * in-flight count, pins, wire buffers, counters); c->cond is broadcast
+ * whenever one of its requests is copied out or completes.  So the I/O
+ * threads of several connections share no lock on the I/O path, as the
+ * hardware queues of a block device share none.  What is marked "lock"
+ * is protected by h->lock (settings, the connect, the reason of a loss,
+ * the waits of wait_stable); fields marked "atomic" are read without
+ * it.  Lock order: h->lock before c->lock.
  */
 #ifndef STABLEDIF_INTERNAL_H
 #define STABLEDIF_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,7 +77,7 @@ struct pin {
   struct pin *prev, *next;      /* links while active */
 };
 
-/* The active pins of a handle (lock). */
+/* The active pins of a connection (clock). */
 struct pinset {
   struct pin *head;             /* most recently added first */
   size_t count;                 /* number of active pins */
@@ -235,7 +243,7 @@ struct request {
   stabledif_completion_callback cb; /* caller's callback, or NULL */
   void *user_data;              /* its argument */
   bool sync;                    /* a synchronous call waits for it */
-  bool done;                    /* completed (lock; sync only) */
+  bool done;                    /* completed (clock; sync only) */
 };
 
 /* One connection to the device and the I/O thread that owns it. */
@@ -248,33 +256,47 @@ struct io_conn {
   bool running;                 /* the thread was started */
   int wake[2];                  /* pipe to wake it (read, write end), or
                                    -1 */
+  pthread_mutex_t lock;         /* protects the fields marked (clock) */
+  pthread_cond_t cond;          /* broadcast when one of its requests is
+                                   copied out or completes */
   bool wake_pending;            /* a wake-up was sent that the I/O thread
                                    has not yet acted on: it will look at
-                                   the queue again without another (lock) */
-  struct request *queue_head;   /* submitted, not yet issued (lock) */
-  struct request *queue_tail;   /* (lock) */
+                                   the queue again without another
+                                   (clock) */
+  struct request *queue_head;   /* submitted, not yet issued (clock) */
+  struct request *queue_tail;   /* (clock) */
   uint64_t in_flight;           /* requests on this connection submitted,
-                                   not completed (lock) */
+                                   not completed (clock) */
+  struct pinset pins;           /* pinned source regions of its writes
+                                   (clock) */
+  struct io_buf *bufs;          /* wire buffers of completed requests,
+                                   kept for reuse (clock) */
+  uint64_t buf_bytes;           /* bytes held in BUFS (clock) */
+  struct stabledif_stats stats; /* its share of the handle's counters
+                                   (clock; the wait counters are the
+                                   handle's) */
 };
 
 /* The handle. */
 struct stabledif_handle {
   pthread_mutex_t lock;         /* protects the fields marked (lock) */
-  pthread_cond_t cond;          /* broadcast on copy-out and completion */
 
-  /* Settings (lock). */
+  /* Settings (lock for writers; the atomic ones are read without it). */
   enum stabledif_policy policy; /* requested policy */
-  enum stabledif_policy effective; /* resolved policy (after connect) */
+  _Atomic enum stabledif_policy effective; /* resolved policy (after
+                                   connect; atomic) */
   bool unsafe;                  /* allow none on a stable device */
-  uint32_t race_delay_us;       /* delay from submit to copy-out */
-  bool forensics;               /* keep copies and report changes */
+  _Atomic uint32_t race_delay_us; /* delay from submit to copy-out
+                                   (atomic) */
+  atomic_bool forensics;        /* keep copies and report changes
+                                   (atomic) */
   stabledif_forensics_callback fcb; /* forensics callback, or NULL */
   void *fcb_data;               /* its argument */
   unsigned want_conns;          /* connections requested, 1..MAX */
 
   /* Connection: fixed once connected is true. */
   bool connecting;              /* connect in progress (lock) */
-  bool connected;               /* connect succeeded (lock) */
+  atomic_bool connected;        /* connect succeeded (atomic) */
   bool attempted;               /* a connect was attempted (lock) */
   struct io_conn conns[STABLEDIF_MAX_CONNECTIONS]; /* the connections */
   unsigned nconns;              /* entries of CONNS in use (those with an
@@ -291,22 +313,20 @@ struct stabledif_handle {
   bool can_flush;               /* server supports flush */
 
   /* Requests. */
-  unsigned next_conn;           /* round-robin: where the next request
-                                   from a caller's thread goes (lock) */
-  uint64_t in_flight;           /* submitted, not completed (lock) */
-  int64_t next_cookie;          /* last cookie given out (lock) */
-  bool closing;                 /* close requested (lock) */
-  bool dead;                    /* a connection was lost (lock) */
+  _Atomic unsigned next_conn;   /* round-robin: where the next request
+                                   from a caller's thread goes (atomic) */
+  _Atomic int64_t next_cookie;  /* last cookie given out (atomic) */
+  atomic_bool closing;          /* close requested (atomic; see
+                                   io_submit) */
+  atomic_bool dead;             /* a connection was lost (atomic; set
+                                   after DEAD_MSG) */
   int dead_errno;               /* why (lock) */
   char *dead_msg;               /* why (lock) */
-  struct pinset pins;           /* pinned source regions (lock) */
-  struct io_buf *bufs;          /* wire buffers of completed requests,
-                                   kept for reuse (lock) */
-  uint64_t buf_bytes;           /* bytes held in BUFS (lock) */
   int pending_errno;            /* first failure of a callback-less
                                    aio request not yet reported (lock) */
   char *pending_msg;            /* its message (lock) */
-  struct stabledif_stats stats; /* counters (lock) */
+  struct stabledif_stats stats; /* the wait counters (lock); the others
+                                   are the connections' */
 };
 
 /* Fail with ENOTCONN unless H is connected (message names FN).  Returns
@@ -334,39 +354,42 @@ void io_request_free (struct request *r);
 
 /* Wire buffers are reused: allocating and freeing one of 128 KiB per
  * request makes malloc give the memory back to the kernel and fault it
- * in again, zeroed, on every request.  A cached buffer holds this header
- * at its start. */
+ * in again, zeroed, on every request.  Each connection keeps its own.  A
+ * cached buffer holds this header at its start. */
 struct io_buf {
   struct io_buf *next;          /* next cached buffer */
   size_t cap;                   /* its size in bytes */
 };
 
-/* At most this many bytes of wire buffers are kept per handle. */
+/* At most this many bytes of wire buffers are kept per connection. */
 #define IO_BUF_CACHE_BYTES ((uint64_t) 16 << 20)
 
-/* A wire buffer of at least SIZE bytes (a cached one of at most twice
- * SIZE, else a new one); *CAP is set to its size.  NULL on ENOMEM
+/* A wire buffer of at least SIZE bytes from C's cache (one of at most
+ * twice SIZE, else a new one); *CAP is set to its size.  NULL on ENOMEM
  * (nothing reported: the caller names the call). */
-uint8_t *io_buf_get (struct stabledif_handle *h, size_t size, size_t *cap);
+uint8_t *io_buf_get (struct io_conn *c, size_t size, size_t *cap);
 
-/* Take R's wire buffer (if any) into H's cache if it fits there, else
- * leave it to io_request_free.  Caller holds h->lock. */
-void io_buf_keep_locked (struct stabledif_handle *h, struct request *r);
+/* Take R's wire buffer (if any) into its connection's cache if it fits
+ * there, else leave it to io_request_free.  Caller holds c->lock. */
+void io_buf_keep_locked (struct io_conn *c, struct request *r);
 
-/* Free every cached wire buffer (close). */
-void io_buf_cache_free (struct stabledif_handle *h);
+/* Free every cached wire buffer of C (close). */
+void io_buf_cache_free (struct io_conn *c);
 
-/* Queue R on a connection (it becomes ready after DELAY_US) and give it
- * a cookie; pins R's source if its policy pins.  A request submitted
- * from a callback goes to the callback's connection, others round-robin.
- * Returns the cookie, or -1 (request freed, error reported) if the handle
- * is closing or dead. */
+/* The connection a new request of the calling thread goes to: a
+ * callback's own, else the next in turn.  Fixed once connected. */
+struct io_conn *io_pick_conn (struct stabledif_handle *h);
+
+/* Queue R on its connection R->conn (io_pick_conn; it becomes ready
+ * after DELAY_US) and give it a cookie; pins R's source if its policy
+ * pins.  Returns the cookie, or -1 (request freed, error reported) if
+ * the handle is closing or dead. */
 int64_t io_submit (struct stabledif_handle *h, struct request *r,
                    uint32_t delay_us);
 
 /* Wait for a sync request R to complete, copy its error to the calling
  * thread, free it.  Returns 0 or -1. */
-int io_wait_sync (struct stabledif_handle *h, struct request *r);
+int io_wait_sync (struct request *r);
 
 /* Record a failure of R (the first one wins).  MSG may be NULL: a
  * generic message is made later from the errno. */

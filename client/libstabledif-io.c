@@ -98,22 +98,22 @@ io_request_new (struct stabledif_handle *h, const char *fn)
 }
 
 uint8_t *
-io_buf_get (struct stabledif_handle *h, size_t size, size_t *cap)
+io_buf_get (struct io_conn *c, size_t size, size_t *cap)
 {
   struct io_buf **pp, *b = NULL;
   uint8_t *p;
 
   if (size < sizeof (struct io_buf))
     size = sizeof (struct io_buf);
-  pthread_mutex_lock (&h->lock);
-  for (pp = &h->bufs; *pp != NULL; pp = &(*pp)->next)
+  pthread_mutex_lock (&c->lock);
+  for (pp = &c->bufs; *pp != NULL; pp = &(*pp)->next)
     if ((*pp)->cap >= size && (*pp)->cap / 2 <= size) {
       b = *pp;
       *pp = b->next;
-      h->buf_bytes -= b->cap;
+      c->buf_bytes -= b->cap;
       break;
     }
-  pthread_mutex_unlock (&h->lock);
+  pthread_mutex_unlock (&c->lock);
   if (b) {
     *cap = b->cap;
     return (uint8_t *) b;
@@ -125,31 +125,43 @@ io_buf_get (struct stabledif_handle *h, size_t size, size_t *cap)
 }
 
 void
-io_buf_keep_locked (struct stabledif_handle *h, struct request *r)
+io_buf_keep_locked (struct io_conn *c, struct request *r)
 {
   struct io_buf *b = (struct io_buf *) r->ext;
 
   if (b == NULL || r->ext_cap < sizeof *b ||
-      h->buf_bytes + r->ext_cap > IO_BUF_CACHE_BYTES)
+      c->buf_bytes + r->ext_cap > IO_BUF_CACHE_BYTES)
     return;
   b->cap = r->ext_cap;
-  b->next = h->bufs;
-  h->bufs = b;
-  h->buf_bytes += b->cap;
+  b->next = c->bufs;
+  c->bufs = b;
+  c->buf_bytes += b->cap;
   r->ext = NULL;
 }
 
 void
-io_buf_cache_free (struct stabledif_handle *h)
+io_buf_cache_free (struct io_conn *c)
 {
   struct io_buf *b, *next;
 
-  for (b = h->bufs; b != NULL; b = next) {
+  for (b = c->bufs; b != NULL; b = next) {
     next = b->next;
     free (b);
   }
-  h->bufs = NULL;
-  h->buf_bytes = 0;
+  c->bufs = NULL;
+  c->buf_bytes = 0;
+}
+
+struct io_conn *
+io_pick_conn (struct stabledif_handle *h)
+{
+  struct io_conn *c = io_current_conn (h);
+
+  /* A callback's request stays on its connection (no thread switch, the
+   * data still in that CPU's cache); the others take turns. */
+  if (c == NULL)
+    c = &h->conns[atomic_fetch_add (&h->next_conn, 1) % h->nconns];
+  return c;
 }
 
 void
@@ -193,14 +205,20 @@ wake (struct io_conn *c)
 int64_t
 io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
 {
-  struct io_conn *self = io_current_conn (h), *c;
+  struct io_conn *c = r->conn;
   int64_t cookie;
   bool need_wake;
 
-  pthread_mutex_lock (&h->lock);
-  if (h->closing || h->dead) {
-    int e = h->dead ? h->dead_errno : ESHUTDOWN;
+  pthread_mutex_lock (&c->lock);
+  /* Read under c->lock: the I/O thread decides to stop under it too, so
+   * either it sees this request in flight or this sees the close. */
+  if (atomic_load (&h->closing) || atomic_load (&h->dead)) {
     char msg[ERROR_MAX];
+    int e;
+
+    pthread_mutex_unlock (&c->lock);
+    pthread_mutex_lock (&h->lock);
+    e = h->dead ? h->dead_errno : ESHUTDOWN;
     snprintf (msg, sizeof msg, "%s: %s", r->fn,
               !h->dead ? "the handle is being closed"
               : h->dead_msg ? h->dead_msg : "connection to the device lost");
@@ -209,16 +227,10 @@ io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
     io_request_free (r);
     return -1;
   }
-  cookie = r->cookie = ++h->next_cookie;
+  cookie = r->cookie = atomic_fetch_add (&h->next_cookie, 1) + 1;
   r->ready_ns = io_now_ns () + (uint64_t) delay_us * 1000;
   if (r->op == IO_WRITE && policy_pins (r->policy))
-    pinset_add (&h->pins, &r->pin, r->buf, r->count);
-  /* A callback's request stays on its connection (no thread switch, the
-   * data still in that CPU's cache); the others take turns. */
-  c = self;
-  if (c == NULL)
-    c = &h->conns[h->next_conn++ % h->nconns];
-  r->conn = c;
+    pinset_add (&c->pins, &r->pin, r->buf, r->count);
   r->next = NULL;
   if (c->queue_tail)
     c->queue_tail->next = r;
@@ -226,30 +238,30 @@ io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
     c->queue_head = r;
   c->queue_tail = r;
   c->in_flight++;
-  h->in_flight++;
   /* One wake-up until the I/O thread looks at the queue again: while it
    * is busy, requests submitted meanwhile cost no system call.  A
    * callback submitting on the connection's own I/O thread needs none:
    * that thread looks at the queue before it polls again. */
-  need_wake = !c->wake_pending && c != self;
+  need_wake = !c->wake_pending && c != io_current_conn (h);
   if (need_wake)
     c->wake_pending = true;
-  pthread_mutex_unlock (&h->lock);
+  pthread_mutex_unlock (&c->lock);
   if (need_wake)
     wake (c);
   return cookie;
 }
 
 int
-io_wait_sync (struct stabledif_handle *h, struct request *r)
+io_wait_sync (struct request *r)
 {
+  struct io_conn *c = r->conn;
   int ret = 0;
 
-  pthread_mutex_lock (&h->lock);
+  pthread_mutex_lock (&c->lock);
   while (!r->done)
-    pthread_cond_wait (&h->cond, &h->lock);
-  io_buf_keep_locked (h, r);
-  pthread_mutex_unlock (&h->lock);
+    pthread_cond_wait (&c->cond, &c->lock);
+  io_buf_keep_locked (c, r);
+  pthread_mutex_unlock (&c->lock);
   if (r->error) {
     error_set_str (r->error, r->msg ? r->msg : strerror (r->error));
     ret = -1;
@@ -283,26 +295,26 @@ static void
 complete (struct request *r)
 {
   struct stabledif_handle *h = r->h;
+  struct io_conn *c = r->conn;
 
   switch (r->op) {
   case IO_WRITE: write_complete (r); break;
   case IO_READ: read_complete (r); break;
   case IO_FLUSH:
-    pthread_mutex_lock (&h->lock);
-    h->stats.flushes++;
-    pthread_mutex_unlock (&h->lock);
+    pthread_mutex_lock (&c->lock);
+    c->stats.flushes++;
+    pthread_mutex_unlock (&c->lock);
     break;
   }
   default_message (r);
 
   if (r->sync) {
-    pthread_mutex_lock (&h->lock);
-    pinset_remove (&h->pins, &r->pin);
+    pthread_mutex_lock (&c->lock);
+    pinset_remove (&c->pins, &r->pin);
     r->done = true;
-    r->conn->in_flight--;
-    h->in_flight--;
-    pthread_cond_broadcast (&h->cond);
-    pthread_mutex_unlock (&h->lock);
+    c->in_flight--;
+    pthread_cond_broadcast (&c->cond);
+    pthread_mutex_unlock (&c->lock);
     return;                     /* the waiter frees it */
   }
 
@@ -310,18 +322,22 @@ complete (struct request *r)
     error_set_str (r->error, r->msg ? r->msg : strerror (r->error));
   if (r->cb)
     r->cb (r->user_data, r->error);
-  pthread_mutex_lock (&h->lock);
-  if (r->error && r->cb == NULL && h->pending_errno == 0) {
-    h->pending_errno = r->error;
-    h->pending_msg = r->msg ? strdup (r->msg) : NULL;
+  if (r->error && r->cb == NULL) {
+    /* Before the request leaves the count wait_all waits for. */
+    pthread_mutex_lock (&h->lock);
+    if (h->pending_errno == 0) {
+      h->pending_errno = r->error;
+      h->pending_msg = r->msg ? strdup (r->msg) : NULL;
+    }
+    pthread_mutex_unlock (&h->lock);
   }
+  pthread_mutex_lock (&c->lock);
   /* A write under policy wait stays pinned until its callback returned. */
-  pinset_remove (&h->pins, &r->pin);
-  r->conn->in_flight--;
-  h->in_flight--;
-  io_buf_keep_locked (h, r);
-  pthread_cond_broadcast (&h->cond);
-  pthread_mutex_unlock (&h->lock);
+  pinset_remove (&c->pins, &r->pin);
+  c->in_flight--;
+  io_buf_keep_locked (c, r);
+  pthread_cond_broadcast (&c->cond);
+  pthread_mutex_unlock (&c->lock);
   io_request_free (r);
 }
 
@@ -397,7 +413,7 @@ flush_issue (struct request *r)
   io_request_put (r);
 }
 
-/* Take C's queued requests off its queue (lock held): all of them if
+/* Take C's queued requests off its queue (c->lock held): all of them if
  * ALL, else those whose delay has passed at NOW.  Returns them in
  * order, linked by next. */
 static struct request *
@@ -423,12 +439,18 @@ fail_unissued (struct stabledif_handle *h, struct request *r)
 {
   struct request *next;
   char msg[ERROR_MAX];
+  char why[ERROR_MAX / 2];
 
+  if (r == NULL)
+    return;
+  pthread_mutex_lock (&h->lock);
+  snprintf (why, sizeof why, "%s",
+            h->dead_msg ? h->dead_msg : "connection to the device lost");
+  pthread_mutex_unlock (&h->lock);
   for (; r != NULL; r = next) {
     next = r->next;
     r->next = NULL;
-    snprintf (msg, sizeof msg, "%s: %s", r->fn,
-              h->dead_msg ? h->dead_msg : "connection to the device lost");
+    snprintf (msg, sizeof msg, "%s: %s", r->fn, why);
     io_request_fail (r, ENOTCONN, msg);
     r->refs = 1;
     io_request_put (r);
@@ -450,7 +472,6 @@ connection_lost (struct io_conn *c, const char *why)
 
   pthread_mutex_lock (&h->lock);
   if (!h->dead) {
-    h->dead = true;
     h->dead_errno = ENOTCONN;
     if (h->nconns > 1)
       snprintf (msg, sizeof msg, "connection %u of %u to the device lost: "
@@ -458,9 +479,12 @@ connection_lost (struct io_conn *c, const char *why)
     else
       snprintf (msg, sizeof msg, "connection to the device lost: %s", why);
     h->dead_msg = strdup (msg);
+    atomic_store (&h->dead, true);
   }
-  q = take_queued (c, true, 0);
   pthread_mutex_unlock (&h->lock);
+  pthread_mutex_lock (&c->lock);
+  q = take_queued (c, true, 0);
+  pthread_mutex_unlock (&c->lock);
 
   fail_unissued (h, q);
   for (i = 0; i < h->nconns; i++)
@@ -509,12 +533,12 @@ io_thread (void *arg)
     uint64_t now;
     unsigned dir;
 
-    pthread_mutex_lock (&h->lock);
+    pthread_mutex_lock (&c->lock);
     /* Anything submitted from here on needs a new wake-up; anything
      * submitted before is taken off the queue now. */
     c->wake_pending = false;
     now = io_now_ns ();
-    dead = h->dead;
+    dead = atomic_load (&h->dead);
     ready = take_queued (c, dead, now);
     if (c->queue_head) {
       uint64_t wait = c->queue_head->ready_ns - now;
@@ -522,8 +546,8 @@ io_thread (void *arg)
       ts.tv_nsec = wait % 1000000000u;
       timeout = &ts;
     }
-    stop = h->closing && c->in_flight == 0;
-    pthread_mutex_unlock (&h->lock);
+    stop = atomic_load (&h->closing) && c->in_flight == 0;
+    pthread_mutex_unlock (&c->lock);
 
     if (stop)
       break;
@@ -630,9 +654,7 @@ io_stop (struct stabledif_handle *h)
 {
   unsigned i;
 
-  pthread_mutex_lock (&h->lock);
-  h->closing = true;
-  pthread_mutex_unlock (&h->lock);
+  atomic_store (&h->closing, true);
   for (i = 0; i < h->nconns; i++)
     if (h->conns[i].running)
       wake (&h->conns[i]);
@@ -670,6 +692,7 @@ flush_submit (struct stabledif_handle *h, const char *fn, uint32_t flags,
   if (r == NULL)
     return -1;
   r->op = IO_FLUSH;
+  r->conn = io_pick_conn (h);
   r->cb = cb;
   r->user_data = user_data;
   r->sync = sync;
@@ -696,7 +719,7 @@ stabledif_flush (struct stabledif_handle *h, uint32_t flags)
 
   if (flush_submit (h, "stabledif_flush", flags, NULL, NULL, true, &r) == -1)
     return -1;
-  return io_wait_sync (h, r);
+  return io_wait_sync (r);
 }
 
 /* Wait until no request is in flight; report the first failure of an
@@ -705,6 +728,7 @@ int
 stabledif_wait_all (struct stabledif_handle *h)
 {
   static const char fn[] = "stabledif_wait_all";
+  unsigned i;
   int e;
   char *msg;
 
@@ -715,9 +739,16 @@ stabledif_wait_all (struct stabledif_handle *h)
                "itself", fn);
     return -1;
   }
+  /* Each connection in turn: a request that completes on one while this
+   * waits for another has left its count already. */
+  for (i = 0; i < h->nconns; i++) {
+    struct io_conn *c = &h->conns[i];
+    pthread_mutex_lock (&c->lock);
+    while (c->in_flight > 0)
+      pthread_cond_wait (&c->cond, &c->lock);
+    pthread_mutex_unlock (&c->lock);
+  }
   pthread_mutex_lock (&h->lock);
-  while (h->in_flight > 0)
-    pthread_cond_wait (&h->cond, &h->lock);
   e = h->pending_errno;
   msg = h->pending_msg;
   h->pending_errno = 0;
@@ -735,12 +766,15 @@ stabledif_wait_all (struct stabledif_handle *h)
 int64_t
 stabledif_get_in_flight (struct stabledif_handle *h)
 {
-  int64_t n;
+  int64_t n = 0;
+  unsigned i;
 
   if (handle_check_connected (h, "stabledif_get_in_flight") == -1)
     return -1;
-  pthread_mutex_lock (&h->lock);
-  n = (int64_t) h->in_flight;
-  pthread_mutex_unlock (&h->lock);
+  for (i = 0; i < h->nconns; i++) {
+    pthread_mutex_lock (&h->conns[i].lock);
+    n += (int64_t) h->conns[i].in_flight;
+    pthread_mutex_unlock (&h->conns[i].lock);
+  }
   return n;
 }

@@ -268,7 +268,9 @@ stabledif_wait_stable (struct stabledif_handle *h, const void *addr,
                        size_t len)
 {
   static const char fn[] = "stabledif_wait_stable";
+  bool pinned = false;
   uint64_t t0;
+  unsigned i;
 
   if (handle_check_connected (h, fn) == -1)
     return -1;
@@ -279,19 +281,36 @@ stabledif_wait_stable (struct stabledif_handle *h, const void *addr,
 
   pthread_mutex_lock (&h->lock);
   h->stats.wait_calls++;
-  if (!policy_pins (h->effective) || !pinset_overlaps (&h->pins, addr, len)) {
-    pthread_mutex_unlock (&h->lock);
+  pthread_mutex_unlock (&h->lock);
+  if (!policy_pins (atomic_load (&h->effective)))
     return 0;
+
+  /* Pins live with the connection of their write.  A write of the
+   * region on any of them blocks the caller; one submitted after this
+   * call began does not matter (the caller has not touched the region
+   * since). */
+  for (i = 0; i < h->nconns && !pinned; i++) {
+    struct io_conn *c = &h->conns[i];
+    pthread_mutex_lock (&c->lock);
+    pinned = pinset_overlaps (&c->pins, addr, len);
+    pthread_mutex_unlock (&c->lock);
   }
+  if (!pinned)
+    return 0;
   if (io_on_io_thread (h)) {
-    pthread_mutex_unlock (&h->lock);
     error_set (EDEADLK, "%s: called from a callback while a write of this "
                "region is in flight: it would wait for itself", fn);
     return -1;
   }
   t0 = io_now_ns ();
-  while (pinset_overlaps (&h->pins, addr, len))
-    pthread_cond_wait (&h->cond, &h->lock);
+  for (i = 0; i < h->nconns; i++) {
+    struct io_conn *c = &h->conns[i];
+    pthread_mutex_lock (&c->lock);
+    while (pinset_overlaps (&c->pins, addr, len))
+      pthread_cond_wait (&c->cond, &c->lock);
+    pthread_mutex_unlock (&c->lock);
+  }
+  pthread_mutex_lock (&h->lock);
   h->stats.waits++;
   h->stats.wait_ns += io_now_ns () - t0;
   pthread_mutex_unlock (&h->lock);

@@ -45,6 +45,7 @@ read_prepare (struct stabledif_handle *h, const char *fn, void *buf,
   if (r == NULL)
     return NULL;
   r->op = IO_READ;
+  r->conn = io_pick_conn (h);
   r->sync = sync;
   r->offset = offset;
   r->count = count;
@@ -54,7 +55,7 @@ read_prepare (struct stabledif_handle *h, const char *fn, void *buf,
   r->pi = pi;
   r->wire_count = r->nblocks * h->ext_size;
   if (h->profile.tuple > 0) {
-    r->ext = io_buf_get (h, r->wire_count, &r->ext_cap);
+    r->ext = io_buf_get (r->conn, r->wire_count, &r->ext_cap);
     if (r->ext == NULL) {
       error_set (ENOMEM, "%s: allocating %" PRIu64 " bytes: %s", fn,
                  r->wire_count, strerror (ENOMEM));
@@ -94,7 +95,7 @@ stabledif_pread (struct stabledif_handle *h, void *buf, size_t count,
     return -1;
   if (io_submit (h, r, 0) == -1)
     return -1;
-  return io_wait_sync (h, r);
+  return io_wait_sync (r);
 }
 
 void
@@ -145,11 +146,11 @@ read_complete (struct request *r)
     }
   }
 
-  pthread_mutex_lock (&h->lock);
-  h->stats.reads++;
-  h->stats.read_bytes += r->count;
+  pthread_mutex_lock (&r->conn->lock);
+  r->conn->stats.reads++;
+  r->conn->stats.read_bytes += r->count;
   if (r->error)
-    h->stats.read_errors++;
-  h->stats.read_pi_errors += v.failed;
-  pthread_mutex_unlock (&h->lock);
+    r->conn->stats.read_errors++;
+  r->conn->stats.read_pi_errors += v.failed;
+  pthread_mutex_unlock (&r->conn->lock);
 }

@@ -75,11 +75,12 @@ write_prepare (struct stabledif_handle *h, const char *fn, const void *buf,
   r = io_request_new (h, fn);
   if (r == NULL)
     return NULL;
-  pthread_mutex_lock (&h->lock);
-  r->policy = h->effective;
-  forensics = h->forensics;
-  *delay_us = h->race_delay_us;
-  pthread_mutex_unlock (&h->lock);
+  /* Settings are read without the handle's lock (atomics): the I/O
+   * path takes only its connection's. */
+  r->conn = io_pick_conn (h);
+  r->policy = atomic_load (&h->effective);
+  forensics = atomic_load (&h->forensics);
+  *delay_us = atomic_load (&h->race_delay_us);
 
   r->op = IO_WRITE;
   r->sync = sync;
@@ -107,7 +108,8 @@ write_prepare (struct stabledif_handle *h, const char *fn, const void *buf,
    * a copy-out point to release the caller. */
   r->wire_count = r->nblocks * h->ext_size;
   if (ts > 0 || r->policy == STABLEDIF_POLICY_WAIT_SENT) {
-    if ((r->ext = io_buf_get (h, r->wire_count, &r->ext_cap)) == NULL) {
+    if ((r->ext = io_buf_get (r->conn, r->wire_count, &r->ext_cap))
+        == NULL) {
       error_set (ENOMEM, "%s: allocating %" PRIu64 " bytes: %s", fn,
                  r->wire_count, strerror (ENOMEM));
       goto fail;
@@ -136,14 +138,15 @@ write_prepare (struct stabledif_handle *h, const char *fn, const void *buf,
     r->wire = r->src;
 
   if (r->policy == STABLEDIF_POLICY_SNAPSHOT || r->saved) {
-    pthread_mutex_lock (&h->lock);
+    struct io_conn *c = r->conn;
+    pthread_mutex_lock (&c->lock);
     if (r->policy == STABLEDIF_POLICY_SNAPSHOT) {
-      h->stats.snapshots++;
-      h->stats.snapshot_bytes += count;
+      c->stats.snapshots++;
+      c->stats.snapshot_bytes += count;
     }
     else
-      h->stats.forensics_bytes += count;
-    pthread_mutex_unlock (&h->lock);
+      c->stats.forensics_bytes += count;
+    pthread_mutex_unlock (&c->lock);
   }
   return r;
 
@@ -185,7 +188,7 @@ stabledif_pwrite (struct stabledif_handle *h, const void *buf, size_t count,
     return -1;
   if (io_submit (h, r, delay) == -1)
     return -1;
-  return io_wait_sync (h, r);
+  return io_wait_sync (r);
 }
 
 /* layout_join callback: record a block whose data changed, and with
@@ -229,6 +232,7 @@ void
 write_issue (struct request *r)
 {
   struct stabledif_handle *h = r->h;
+  struct io_conn *c = r->conn;
   uint64_t changed = 0;
 
   r->refs = 1;
@@ -248,19 +252,19 @@ write_issue (struct request *r)
     r->wire = r->ext;
   io_issue_chunks (r);
 
-  pthread_mutex_lock (&h->lock);
+  pthread_mutex_lock (&c->lock);
   if (r->ext)
-    h->stats.dma_bytes += r->wire_count;
+    c->stats.dma_bytes += r->wire_count;
   if (changed) {
-    h->stats.mismatches++;
-    h->stats.mismatched_blocks += changed;
+    c->stats.mismatches++;
+    c->stats.mismatched_blocks += changed;
   }
   /* Copied out and handed to libnbd: wait-sent releases the caller. */
   if (r->policy == STABLEDIF_POLICY_WAIT_SENT) {
-    pinset_remove (&h->pins, &r->pin);
-    pthread_cond_broadcast (&h->cond);
+    pinset_remove (&c->pins, &r->pin);
+    pthread_cond_broadcast (&c->cond);
   }
-  pthread_mutex_unlock (&h->lock);
+  pthread_mutex_unlock (&c->lock);
 
   io_request_put (r);
 }
@@ -299,10 +303,10 @@ void
 write_complete (struct request *r)
 {
   struct stabledif_handle *h = r->h;
+  struct io_conn *c = r->conn;
   bool rejected = r->error == EIO;
-  stabledif_forensics_callback fcb;
-  void *fcb_data;
-
+  stabledif_forensics_callback fcb = NULL;
+  void *fcb_data = NULL;
   uint64_t changed = 0;
 
   /* Rejected although nothing was checked at copy-out: find the blocks
@@ -316,22 +320,26 @@ write_complete (struct request *r)
   if (rejected && r->msg == NULL)
     rejected_message (r);
 
-  pthread_mutex_lock (&h->lock);
+  pthread_mutex_lock (&c->lock);
   if (changed) {
-    h->stats.mismatches++;
-    h->stats.mismatched_blocks += changed;
+    c->stats.mismatches++;
+    c->stats.mismatched_blocks += changed;
   }
-  h->stats.writes++;
-  h->stats.write_bytes += r->count;
+  c->stats.writes++;
+  c->stats.write_bytes += r->count;
   if (r->error)
-    h->stats.write_errors++;
+    c->stats.write_errors++;
   if (rejected)
-    h->stats.rejected_writes++;
-  fcb = h->fcb;
-  fcb_data = h->fcb_data;
-  pthread_mutex_unlock (&h->lock);
+    c->stats.rejected_writes++;
+  pthread_mutex_unlock (&c->lock);
 
-  if (r->forensics && fcb && (r->nchanged > 0 || rejected)) {
+  if (r->forensics && (r->nchanged > 0 || rejected)) {
+    pthread_mutex_lock (&h->lock);
+    fcb = h->fcb;
+    fcb_data = h->fcb_data;
+    pthread_mutex_unlock (&h->lock);
+  }
+  if (fcb) {
     struct stabledif_forensics_report rep = {
       .cookie = r->cookie,
       .offset = r->offset,

@@ -443,12 +443,15 @@ START_TEST (test_wire_buffer_reuse)
 {
   struct stabledif_handle *h = stabledif_create ();
   struct request r = { .h = NULL };
+  struct io_conn *k;            /* the cache is a connection's */
   uint8_t *a, *b, *c;
   size_t cap = 0, cap2 = 0;
 
   ck_assert_ptr_nonnull (h);
+  k = &h->conns[1];             /* any: close frees every one's */
   r.h = h;
-  a = io_buf_get (h, 1000, &cap);
+  r.conn = k;
+  a = io_buf_get (k, 1000, &cap);
   ck_assert_ptr_nonnull (a);
   ck_assert_uint_eq (cap, 1000);
   memset (a, 0xa5, cap);                /* all of it is writable */
@@ -456,44 +459,44 @@ START_TEST (test_wire_buffer_reuse)
   /* Complete: the cache takes the buffer from the request. */
   r.ext = a;
   r.ext_cap = cap;
-  pthread_mutex_lock (&h->lock);
-  io_buf_keep_locked (h, &r);
-  pthread_mutex_unlock (&h->lock);
+  pthread_mutex_lock (&k->lock);
+  io_buf_keep_locked (k, &r);
+  pthread_mutex_unlock (&k->lock);
   ck_assert_ptr_null (r.ext);
-  ck_assert_uint_eq (h->buf_bytes, 1000);
+  ck_assert_uint_eq (k->buf_bytes, 1000);
 
   /* Too small a request does not take it: a new buffer. */
-  b = io_buf_get (h, 400, &cap2);
+  b = io_buf_get (k, 400, &cap2);
   ck_assert_ptr_nonnull (b);
   ck_assert_ptr_ne (b, a);
   ck_assert_uint_eq (cap2, 400);
-  ck_assert_uint_eq (h->buf_bytes, 1000);
+  ck_assert_uint_eq (k->buf_bytes, 1000);
 
   /* A similar size gets it back, with its real size. */
-  c = io_buf_get (h, 800, &cap);
+  c = io_buf_get (k, 800, &cap);
   ck_assert_ptr_eq (c, a);
   ck_assert_uint_eq (cap, 1000);
-  ck_assert_uint_eq (h->buf_bytes, 0);
+  ck_assert_uint_eq (k->buf_bytes, 0);
   free (c);
 
   /* A buffer that would take the cache over its limit stays with the
    * request, which frees it. */
   r.ext = b;
   r.ext_cap = IO_BUF_CACHE_BYTES + 1;   /* as if it were that large */
-  pthread_mutex_lock (&h->lock);
-  io_buf_keep_locked (h, &r);
-  pthread_mutex_unlock (&h->lock);
+  pthread_mutex_lock (&k->lock);
+  io_buf_keep_locked (k, &r);
+  pthread_mutex_unlock (&k->lock);
   ck_assert_ptr_eq (r.ext, b);
-  ck_assert_uint_eq (h->buf_bytes, 0);
+  ck_assert_uint_eq (k->buf_bytes, 0);
   free (b);
 
   /* Cached at close: freed by it. */
-  r.ext = io_buf_get (h, 4096, &r.ext_cap);
+  r.ext = io_buf_get (k, 4096, &r.ext_cap);
   ck_assert_ptr_nonnull (r.ext);
-  pthread_mutex_lock (&h->lock);
-  io_buf_keep_locked (h, &r);
-  pthread_mutex_unlock (&h->lock);
-  ck_assert_uint_eq (h->buf_bytes, 4096);
+  pthread_mutex_lock (&k->lock);
+  io_buf_keep_locked (k, &r);
+  pthread_mutex_unlock (&k->lock);
+  ck_assert_uint_eq (k->buf_bytes, 4096);
   stabledif_close (h);
 }
 END_TEST
