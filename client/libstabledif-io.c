@@ -242,7 +242,8 @@ io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
    * is busy, requests submitted meanwhile cost no system call.  A
    * callback submitting on the connection's own I/O thread needs none:
    * that thread looks at the queue before it polls again. */
-  need_wake = !c->wake_pending && c != io_current_conn (h);
+  need_wake = !c->wake_pending &&
+    !pthread_equal (pthread_self (), c->thread);
   if (need_wake)
     c->wake_pending = true;
   pthread_mutex_unlock (&c->lock);

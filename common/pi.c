@@ -162,15 +162,32 @@ ref_mask (const struct pi_format *f)
     : (UINT64_C (1) << f->ref_bits) - 1;
 }
 
+/* Write the tuple of a CRC-16 format (8 bytes, big-endian: guard, app,
+ * ref) at P: the one layout pi_tuple_encode and the generate loops
+ * share. */
+static inline void
+put_crc16_tuple (uint8_t *p, uint16_t guard, uint16_t app, uint32_t ref)
+{
+  put_be16 (p, guard);
+  put_be16 (p + 2, app);
+  put_be32 (p + 4, ref);
+}
+
+/* Whether the reference tag of format F counts the LBA (types 1 and 2;
+ * type 3 leaves it to the application, and Linux writes 0). */
+static inline bool
+ref_counts_lba (const struct pi_format *f)
+{
+  return f->type == PI_TYPE_1 || f->type == PI_TYPE_2;
+}
+
 void
 pi_tuple_encode (const struct pi_format *f, const struct pi_tuple *t,
                  uint8_t *p)
 {
   switch (f->guard) {
   case PI_GUARD_CRC16:
-    put_be16 (p, (uint16_t) t->guard);
-    put_be16 (p + 2, t->app);
-    put_be32 (p + 4, (uint32_t) t->ref);
+    put_crc16_tuple (p, (uint16_t) t->guard, t->app, (uint32_t) t->ref);
     break;
   case PI_GUARD_CRC64:
     put_be64 (p, t->guard);
@@ -296,7 +313,7 @@ pi_guard_copy (const struct pi_format *f, void *dst, const void *src,
 uint64_t
 pi_ref_for_lba (const struct pi_format *f, uint64_t lba)
 {
-  if (f->type == PI_TYPE_1 || f->type == PI_TYPE_2)
+  if (ref_counts_lba (f))
     return lba & ref_mask (f);
   return 0;
 }
@@ -374,7 +391,7 @@ verify_one (const struct pi_params *p, enum pi_guard g,
     goto failed;
   }
 
-  if (f->type == PI_TYPE_1 || f->type == PI_TYPE_2) {
+  if (ref_counts_lba (f)) {
     want = lba & ref_mask (f);
     if (ref != want) {
       err->check = PI_CHECK_REF;
@@ -522,8 +539,7 @@ generate_crc16 (const struct pi_params *p, const uint8_t *data,
                 size_t dstride, uint8_t *pi, size_t pstride,
                 uint64_t nblocks, uint64_t lba)
 {
-  const bool has_ref = p->format->type == PI_TYPE_1 ||
-    p->format->type == PI_TYPE_2;
+  const bool has_ref = ref_counts_lba (p->format);
   uint16_t guards[PI_BATCH];
   size_t n, j;
   uint64_t i;
@@ -533,11 +549,9 @@ generate_crc16 (const struct pi_params *p, const uint8_t *data,
     crc16_t10dif_blocks (data, dstride, p->interval, n, guards);
     /* The tuple as pi_tuple_encode writes it (the ref tag as
      * pi_ref_for_lba has it), without a call per block. */
-    for (j = 0; j < n; j++, data += dstride, pi += pstride) {
-      put_be16 (pi, guards[j]);
-      put_be16 (pi + 2, p->app_tag);
-      put_be32 (pi + 4, has_ref ? (uint32_t) (lba + i + j) : 0);
-    }
+    for (j = 0; j < n; j++, data += dstride, pi += pstride)
+      put_crc16_tuple (pi, guards[j], p->app_tag,
+                       has_ref ? (uint32_t) (lba + i + j) : 0);
   }
 }
 
@@ -599,15 +613,10 @@ pi_generate_sep_stream (const struct pi_params *p, const uint8_t *data,
   case PI_GUARD_NONE:
     break;
   case PI_GUARD_CRC16: {
-    const bool has_ref = p->format->type == PI_TYPE_1 ||
-      p->format->type == PI_TYPE_2;
-    /* The tuple as pi_tuple_encode writes it, without a call per
-     * block. */
-    for (i = 0; i < nblocks; i++, data += iv, pi += ts) {
-      put_be16 (pi, crc16_t10dif (0, data, iv));
-      put_be16 (pi + 2, p->app_tag);
-      put_be32 (pi + 4, has_ref ? (uint32_t) (lba + i) : 0);
-    }
+    const bool has_ref = ref_counts_lba (p->format);
+    for (i = 0; i < nblocks; i++, data += iv, pi += ts)
+      put_crc16_tuple (pi, crc16_t10dif (0, data, iv), p->app_tag,
+                       has_ref ? (uint32_t) (lba + i) : 0);
     break;
   }
   case PI_GUARD_CRC64:

@@ -1311,7 +1311,7 @@ mode_cut (const char *server, const char *path, unsigned k)
   struct relay relay;
   struct done d[NREQ];
   char uri[256], want[64];
-  uint8_t *b;
+  uint8_t *b, *back;
   unsigned npairs;
   int i;
 
@@ -1362,6 +1362,22 @@ mode_cut (const char *server, const char *path, unsigned k)
   OK (stabledif_wait_all (h));
   stabledif_close (h);
   relay_stop (&relay, path);
+
+  /* Nothing of the failed writes was stored: a fresh handle, straight
+   * to the server, reads LBA 0-1 as written before the cut and LBA 2-3
+   * as never written (zeros, PI escaped), with no PI error. */
+  snprintf (uri, sizeof uri, "nbd+unix:///?socket=%s", server);
+  connect_n (uri, 1, 1);
+  back = xmalloc (4 * iv);
+  memset (back, 0xee, 4 * iv);
+  OK (stabledif_pread (h, back, 4 * iv, 0, NULL, 0));
+  CHECK (memcmp (back, b, iv) == 0 && memcmp (back + iv, b, iv) == 0,
+         "LBA 0-1 do not read back as written before the cut");
+  for (i = 2 * (int) iv; i < 4 * (int) iv; i++)
+    CHECK (back[i] == 0, "byte %d reads 0x%02x: a write that failed at the "
+           "cut was stored", i, back[i]);
+  stabledif_close (h);
+  free (back);
   free (b);
   printf ("%s: cut connection %u of 2: ok\n", progname, k + 1);
 }
