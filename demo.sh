@@ -8,13 +8,14 @@
 # nbdkit, runs stabledif-bench over every stable-page policy against it
 # (DEMO_DURATION seconds each, default 3), then shows the device's own
 # view with stabledif-ctl: its counters and the last write it rejected.
-# The latency plot goes to BUILDDIR/demo.svg.  Everything stops by itself
-# (nbdkit --run); about 20 seconds on 2 CPUs.
+# The latency plot goes to $DEMO_SVG (default BUILDDIR/demo.svg).
+# Everything stops by itself (nbdkit --run); about 20 seconds on 2 CPUs.
 set -eu
 
 builddir=$(cd "${1:-.}" && pwd)
 : "${NBDKIT:=nbdkit}"
 : "${DEMO_DURATION:=3}"
+: "${DEMO_SVG:=$builddir/demo.svg}"
 plugin=$builddir/stabledif.so
 bench=$builddir/client/stabledif-bench
 ctl=$builddir/client/stabledif-ctl
@@ -46,7 +47,7 @@ EOF
 cat > "$dir/run.sh" <<EOF
 set -eu
 "$bench" --duration "$DEMO_DURATION" --ctl "$dir/ctl.sock" \\
-  --svg "$builddir/demo.svg" "\$1" 2>&3
+  --svg "$DEMO_SVG" "\$1" 2>&3
 echo
 echo "== stabledif-ctl status: the device's own counters ====================="
 echo
@@ -76,6 +77,6 @@ cat <<EOF
 - Corruption: none changes pages under writeback; the device rejects
   those writes (guard errors) and the client sees which blocks changed;
   every other policy sends exactly what it checksummed.
-- Latency plot: $builddir/demo.svg
+- Latency plot: $DEMO_SVG
 - Reproduce: $bench --help, and bench/README.md for the ratios.
 EOF

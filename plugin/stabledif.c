@@ -42,6 +42,7 @@
 static struct {
   struct disk_config cfg;       /* what the disk is created from */
   bool interval_given;          /* interval= was on the command line */
+  unsigned given;               /* bit i: config_keys[i] was given */
   char *file;                   /* file= as an absolute path (owned) */
   char *events;                 /* events= as an absolute path (owned) */
   char *ctl_path;               /* ctl= as an absolute path (owned), or
@@ -153,9 +154,39 @@ config_path (const char *key, const char *value)
   return nbdkit_absolute_path (value);
 }
 
+/* The parameters .config knows, in the order of --help.  Each may be
+ * given once: a second size= or file= is more likely a mistake in a
+ * script than a wish to override the first. */
+static const char *const config_keys[] = {
+  "size", "format", "interval", "app-tag", "file", "events", "ctl",
+};
+#define NR_CONFIG_KEYS (sizeof config_keys / sizeof config_keys[0])
+
+/* Note that KEY was given; -1 after reporting it if it was given
+ * before.  An unknown KEY is left to the caller (0). */
+static int
+config_once (const char *key)
+{
+  size_t i;
+
+  for (i = 0; i < NR_CONFIG_KEYS; i++)
+    if (strcmp (key, config_keys[i]) == 0) {
+      if (plugin.given & (1u << i)) {
+        nbdkit_error ("%s: given more than once (give each parameter "
+                      "once)", key);
+        return -1;
+      }
+      plugin.given |= 1u << i;
+      break;
+    }
+  return 0;
+}
+
 static int
 stabledif_config (const char *key, const char *value)
 {
+  if (config_once (key) == -1)
+    return -1;
   if (strcmp (key, "size") == 0) {
     int64_t r = nbdkit_parse_size (value); /* reports its own error */
     if (r == -1)

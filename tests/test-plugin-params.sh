@@ -23,6 +23,12 @@ expect_config_error "app-tag" app-tag=0x12/0x1ffff
 expect_config_error "app-tag" app-tag=tag
 expect_config_error "app-tag" app-tag=/0xff
 expect_config_error "unknown parameter 'colour'" colour=red
+# Each parameter once: the second of two would silently win.
+expect_config_error "size: given more than once" size=1M size=2M
+expect_config_error "size: given more than once" 1M size=2M
+expect_config_error "format: given more than once" \
+  format=T10-DIF-TYPE1-CRC format=T10-DIF-TYPE3-CRC
+expect_config_error "ctl: given more than once" ctl=none ctl=none
 
 # --- good parameters give the disk they describe ------------------------
 # size=VALUE and the magic key, default size 1G, and the default interval
