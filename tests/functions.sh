@@ -128,6 +128,35 @@ run_nbdkit () {
   fi
 }
 
+# nbdkit_wrapper: write "$tmpdir/nbdkit", an nbdkit command that runs
+# like run_nbdkit (the sanitizer preload, the cut-off, valgrind mode) and
+# gives its --run command the environment without the preload; print its
+# path.  For scripts that start nbdkit themselves: NBDKIT=$(nbdkit_wrapper).
+nbdkit_wrapper () {
+  local w="$tmpdir/nbdkit"
+  {
+    echo '#!/usr/bin/env bash'
+    declare -p nbdkit_preload nbdkit_valgrind STABLEDIF_TEST_TIMEOUT NBDKIT
+    cat <<'EOF'
+args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --run) args+=(--run "unset LD_PRELOAD; $2"); shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+if [ -n "$nbdkit_preload" ]; then
+  LD_PRELOAD="$nbdkit_preload${LD_PRELOAD:+ $LD_PRELOAD}" \
+    exec timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "${args[@]}"
+fi
+exec timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" \
+  ${nbdkit_valgrind[@]+"${nbdkit_valgrind[@]}"} "$NBDKIT" "${args[@]}"
+EOF
+  } > "$w"
+  chmod +x "$w"
+  echo "$w"
+}
+
 # The --run command of nbdkit, without the preload.
 run_cmd () {
   if [ -n "$nbdkit_preload" ]; then

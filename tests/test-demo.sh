@@ -11,8 +11,9 @@ out="$tmpdir/demo.txt"
 svg="$tmpdir/demo.svg"
 
 # A short run (the bench's duration is per policy); the plot goes to the
-# test's directory, not the build tree.
-if ! DEMO_DURATION=1 DEMO_SVG=$svg NBDKIT=$NBDKIT \
+# test's directory, not the build tree; demo.sh's nbdkit runs as the
+# other tests' (run_nbdkit).
+if ! DEMO_DURATION=1 DEMO_SVG=$svg NBDKIT=$(nbdkit_wrapper) \
      timeout "$STABLEDIF_TEST_TIMEOUT" \
      sh "$top_srcdir/demo.sh" .. > "$out" 2> "$tmpdir/demo.err"; then
   cat "$out" "$tmpdir/demo.err" >&2
