@@ -42,6 +42,10 @@
 /* Room for one error message. */
 #define ERR_MAX 1024
 
+/* Exit status of a usage error (as stabledif-ctl's); other errors exit
+ * with EXIT_FAILURE (1). */
+#define EXIT_USAGE 2
+
 static const char *progname = "stabledif-attach";
 
 /* What the handshake told us about the export. */
@@ -53,12 +57,11 @@ struct export_info {
   int sock;                     /* negotiated socket (ours), or -1 */
 };
 
+/* --help: print the help on stdout and exit 0. */
 static void __attribute__ ((noreturn))
-usage (int status)
+usage (void)
 {
-  FILE *f = status == EXIT_SUCCESS ? stdout : stderr;
-
-  fprintf (f,
+  printf (
            "Usage: %s [-n /dev/nbdN] URI\n"
            "       %s --dry-run URI\n"
            "       %s -d /dev/nbdN\n"
@@ -74,7 +77,22 @@ usage (int status)
            "  -h, --help              this help\n"
            "  -V, --version           print the version\n",
            progname, progname, progname);
-  exit (status);
+  exit (EXIT_SUCCESS);
+}
+
+/* Print a usage error FMT as one line on stderr (progname first, a
+ * pointer to --help last) and exit EXIT_USAGE. */
+static void __attribute__ ((noreturn, format (printf, 1, 2)))
+die_usage (const char *fmt, ...)
+{
+  va_list ap;
+
+  fprintf (stderr, "%s: ", progname);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fprintf (stderr, "; see '%s --help'\n", progname);
+  exit (EXIT_USAGE);
 }
 
 /* Print one error message and exit 1. */
@@ -367,16 +385,33 @@ main (int argc, char *argv[])
   bool dry_run = false;
   int c;
 
-  while ((c = getopt_long (argc, argv, "n:d:hV", longopts, NULL)) != -1) {
+  /* getopt's own messages would start with argv[0] (a path, perhaps):
+   * ours start with progname and are one line. */
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, ":n:d:hV", longopts, NULL)) != -1) {
     switch (c) {
     case 'n': device = optarg; break;
     case 'd': detach = optarg; break;
     case OPT_DRY_RUN: dry_run = true; break;
-    case 'h': usage (EXIT_SUCCESS);
+    case 'h': usage ();
     case 'V':
       printf ("%s %s\n", progname, PACKAGE_VERSION);
       return EXIT_SUCCESS;
-    default: usage (EXIT_FAILURE);
+    case ':':
+      /* optind is past the element that holds the option. */
+      if (strncmp (argv[optind - 1], "--", 2) == 0)
+        die_usage ("option '%s' needs an argument", argv[optind - 1]);
+      die_usage ("option '-%c' needs an argument (/dev/nbdN)", optopt);
+    default:
+      /* optopt 0: an unknown (or ambiguous) long option, optind past
+       * it; a known letter: a long option without argument given one
+       * ("--help=x"); else an unknown letter. */
+      if (optopt == 0)
+        die_usage ("unknown option '%s'", argv[optind - 1]);
+      if ((optopt == 'h' || optopt == 'V' || optopt == OPT_DRY_RUN) &&
+          strncmp (argv[optind - 1], "--", 2) == 0)
+        die_usage ("option '%s' takes no argument", argv[optind - 1]);
+      die_usage ("unknown option '-%c'", optopt);
     }
   }
 
@@ -384,15 +419,22 @@ main (int argc, char *argv[])
   setvbuf (stdout, NULL, _IOLBF, 0);
 
   if (detach) {
-    if (device || dry_run || optind != argc)
-      usage (EXIT_FAILURE);
+    if (device)
+      die_usage ("-d and -n cannot be used together");
+    if (dry_run)
+      die_usage ("-d and --dry-run cannot be used together");
+    if (optind != argc)
+      die_usage ("-d takes no URI (got '%s')", argv[optind]);
     return do_detach (detach);
   }
-  if (optind != argc - 1)
-    usage (EXIT_FAILURE);
+  if (optind == argc)
+    die_usage ("no URI given");
+  if (optind < argc - 1)
+    die_usage ("one URI only (got '%s' after '%s')", argv[optind + 1],
+               argv[optind]);
   if (dry_run) {
     if (device)
-      usage (EXIT_FAILURE);
+      die_usage ("-n and --dry-run cannot be used together");
     return do_dry_run (argv[optind]);
   }
   return do_attach (argv[optind], device);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pi.h"
 #include "stabledif-bench.h"
 
 /* How long nbdkit may take to start, and to stop after SIGTERM. */
@@ -122,17 +123,28 @@ plugin_needs_sanitizers (const char *path)
   return found;
 }
 
-/* Print nbdkit's log (its error messages) to stderr. */
+/* Print nbdkit's log (its error messages) to stderr, indented, each
+ * line once prefixed "nbdkit: " (nbdkit's own lines already are; the
+ * others, e.g. a failed exec or a sanitizer's report, get it). */
 static void
 print_log (const struct serve *s)
 {
+  static const char prefix[] = "nbdkit: ";
   FILE *fp = fopen (s->log, "r");
   char line[1024];
+  bool line_start = true;       /* LINE begins a line of the log */
 
   if (fp == NULL)
     return;
-  while (fgets (line, sizeof line, fp))
-    fprintf (stderr, "  nbdkit: %s", line);
+  while (fgets (line, sizeof line, fp)) {
+    if (line_start)
+      fprintf (stderr, "  %s", strncmp (line, prefix, sizeof prefix - 1) == 0
+               ? "" : prefix);
+    fputs (line, stderr);
+    line_start = strchr (line, '\n') != NULL;
+  }
+  if (!line_start)
+    fputc ('\n', stderr);
   fclose (fp);
 }
 
@@ -153,6 +165,43 @@ file_ready (const char *path, bool socket)
   if (stat (path, &st) == -1)
     return false;
   return socket ? S_ISSOCK (st.st_mode) : st.st_size > 0;
+}
+
+int
+serve_check_config (const char *format, uint32_t interval, uint64_t size)
+{
+  const struct pi_format *f = pi_format_lookup (format);
+  uint32_t effective;
+  const char *why;
+  char names[512];
+
+  /* As the plugin's format=: "none" is not in the lookup table. */
+  if (f == NULL && strcmp (format, "none") == 0)
+    f = pi_format_none ();
+  if (f == NULL) {
+    pi_format_names (names, sizeof names, ", ");
+    fprintf (stderr, PROG ": --format %s: unknown PI format (known: %s)\n",
+             format, names);
+    return -1;
+  }
+  /* As the plugin's default: 4096 for the formats that need it. */
+  effective = interval ? interval : f->needs_4k ? 4096 : 512;
+  if (!pi_interval_valid (f, effective, &why)) {
+    if (interval)
+      fprintf (stderr, PROG ": --format %s --interval %" PRIu32 ": %s\n",
+               format, interval, why);
+    else
+      fprintf (stderr, PROG ": --format %s: %s\n", format, why);
+    return -1;
+  }
+  /* Only a --size can fail this: the default size (the working set
+   * rounded up to a MiB) is a multiple of either interval. */
+  if (size % effective != 0) {
+    fprintf (stderr, PROG ": --size %" PRIu64 ": must be a multiple of the "
+             "protection interval (%" PRIu32 " bytes)\n", size, effective);
+    return -1;
+  }
+  return 0;
 }
 
 /* The child: become nbdkit. */

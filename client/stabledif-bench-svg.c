@@ -9,10 +9,13 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "stabledif-bench.h"
 
@@ -305,19 +308,77 @@ svg_write (FILE *fp, const struct bench_results *r)
 }
 
 int
-svg_write_file (const char *path, const struct bench_results *r)
+svg_open (struct svg_out *so, const char *path)
 {
-  FILE *fp = fopen (path, "w");
+  int fd;
 
-  if (fp == NULL) {
+  memset (so, 0, sizeof *so);
+  so->path = path;
+  if (path == NULL)
+    return 0;
+  /* Create it, or open what is there without truncating it: its old
+   * contents go only when the plot replaces them (svg_finish). */
+  fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+  if (fd >= 0)
+    so->created = true;
+  else if (errno == EEXIST)
+    fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
+  if (fd == -1) {
     fprintf (stderr, PROG ": --svg %s: %s\n", path, strerror (errno));
     return -1;
   }
-  svg_write (fp, r);
-  if (ferror (fp) | (fclose (fp) == EOF)) {
-    fprintf (stderr, PROG ": --svg %s: writing failed: %s\n", path,
-             strerror (errno));
+  so->fp = fdopen (fd, "w");
+  if (so->fp == NULL) {
+    fprintf (stderr, PROG ": --svg %s: %s\n", path, strerror (errno));
+    close (fd);
+    svg_abandon (so);
     return -1;
   }
+  return 0;
+}
+
+void
+svg_abandon (struct svg_out *so)
+{
+  if (so->fp) {
+    fclose (so->fp);
+    so->fp = NULL;
+  }
+  if (so->created) {
+    unlink (so->path);
+    so->created = false;
+  }
+}
+
+int
+svg_finish (struct svg_out *so, const struct bench_results *r)
+{
+  struct stat st;
+  int err = 0;
+
+  if (so->fp == NULL)
+    return 0;
+  /* A regular file that was there: its old contents go now.  (Not a
+   * pipe or a terminal, which cannot be truncated.) */
+  if (fstat (fileno (so->fp), &st) == -1)
+    err = errno;
+  else if (S_ISREG (st.st_mode) && ftruncate (fileno (so->fp), 0) == -1)
+    err = errno;
+  if (err == 0) {
+    errno = 0;
+    svg_write (so->fp, r);
+    if (fflush (so->fp) == EOF || ferror (so->fp))
+      err = errno ? errno : EIO;
+  }
+  if (fclose (so->fp) == EOF && err == 0)
+    err = errno;
+  so->fp = NULL;
+  if (err) {
+    fprintf (stderr, PROG ": --svg %s: writing failed: %s%s\n", so->path,
+             strerror (err), so->created ? " (file removed)" : "");
+    svg_abandon (so);           /* a partial plot of ours: removed */
+    return -1;
+  }
+  so->created = false;
   return 0;
 }

@@ -52,6 +52,7 @@ main (int argc, char **argv)
   struct bench_options o;
   struct bench_results *r;
   struct serve s;
+  struct svg_out svg;
   const char *uri, *ctl;
   char plugin[4096];
   int status = BENCH_EXIT_OK;
@@ -61,17 +62,26 @@ main (int argc, char **argv)
   case -1: return BENCH_EXIT_USAGE;
   default: break;
   }
+  /* Usage errors the options alone do not show: what our own nbdkit
+   * would refuse, an --svg file that cannot be written. */
+  if (o.uri == NULL &&
+      serve_check_config (o.format, o.interval, own_size (&o)) == -1)
+    return BENCH_EXIT_USAGE;
+  if (svg_open (&svg, o.svg) == -1)
+    return BENCH_EXIT_USAGE;
   setup_signals ();
 
   r = calloc (1, sizeof *r);
   if (r == NULL) {
     perror (PROG ": calloc");
+    svg_abandon (&svg);
     return BENCH_EXIT_FAIL;
   }
   memset (&s, 0, sizeof s);
   if (o.uri == NULL) {
     serve_find_plugin (o.plugin, plugin, sizeof plugin);
     if (serve_start (&s, plugin, o.format, own_size (&o), o.interval) == -1) {
+      svg_abandon (&svg);
       free (r);
       return BENCH_EXIT_FAIL;
     }
@@ -96,9 +106,11 @@ main (int argc, char **argv)
     }
     else
       report_text (stdout, r);
-    if (o.svg && svg_write_file (o.svg, r) == -1)
+    if (svg_finish (&svg, r) == -1)
       status = BENCH_EXIT_FAIL;
   }
+  else
+    svg_abandon (&svg);         /* no run: no plot, no empty file */
   if (fflush (stdout) == EOF || ferror (stdout)) {
     perror (PROG ": writing the report");
     status = BENCH_EXIT_FAIL;

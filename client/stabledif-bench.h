@@ -250,8 +250,28 @@ uint64_t report_client_corruption (const struct policy_result *p);
 
 /* ---- SVG plot (stabledif-bench-svg.c) ------------------------------ */
 
-/* Write the latency plot of R to PATH.  Returns -1 after printing why. */
-int svg_write_file (const char *path, const struct bench_results *r);
+/* The --svg file, open from before the first run to the end. */
+struct svg_out {
+  const char *path;             /* --svg FILE, or NULL: no plot */
+  FILE *fp;                     /* open for writing, or NULL */
+  bool created;                 /* svg_open created it: removed again if
+                                   no plot is written to it */
+};
+
+/* Open PATH (may be NULL: no plot) for the plot, creating it if need
+ * be, so that a path that cannot be written is a usage error before
+ * any run.  A file already there is not truncated yet.  Returns -1
+ * after printing one line naming --svg and PATH. */
+int svg_open (struct svg_out *so, const char *path);
+
+/* Replace the file's contents with the latency plot of R and close it.
+ * Returns -1 after printing why (a file svg_open created is then
+ * removed, not left half-written).  Nothing to do without a file. */
+int svg_finish (struct svg_out *so, const struct bench_results *r);
+
+/* Close the file without a plot: removed if svg_open created it, left
+ * as it was otherwise.  Safe to call twice. */
+void svg_abandon (struct svg_out *so);
 
 /* Write it to FP. */
 void svg_write (FILE *fp, const struct bench_results *r);
@@ -275,6 +295,14 @@ struct serve {
  * runs from (client/, or client/.libs/ under libtool), else "stabledif"
  * (nbdkit's plugin directory).  Writes into BUF. */
 void serve_find_plugin (const char *explicit_path, char *buf, size_t len);
+
+/* Check what our own nbdkit would be given -- FORMAT, INTERVAL (0: the
+ * plugin's default for FORMAT) and SIZE bytes -- as the plugin does
+ * (common/pi.h), so that a bad --format, --interval or --size is a
+ * usage error before anything runs.  Returns -1 after printing one line
+ * naming the option. */
+int serve_check_config (const char *format, uint32_t interval,
+                        uint64_t size);
 
 /* Start nbdkit with the plugin (format FORMAT, SIZE bytes, INTERVAL or
  * 0) on a private socket with ctl= next to it; wait (bounded) until it

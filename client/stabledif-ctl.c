@@ -2,9 +2,10 @@
  * control socket (DESIGN §6, man page stabledif-ctl(1)).
  *
  * Every command sends one or more request lines and turns the JSON
- * replies into tables (or prints them raw with --json).  Exit status:
- * 0 success; 1 the device answered with an error, or (check) corruption
- * was seen; 2 usage or connection errors.
+ * replies into tables (or prints them raw with --json, error replies
+ * included).  Exit status: 0 success; 1 the device answered with an
+ * error, or (check) corruption was seen; 2 usage or connection errors.
+ * Every message starts with "stabledif-ctl:", never with argv[0].
  */
 #include <config.h>
 
@@ -45,6 +46,9 @@ struct options {
                                 /* which command-specific options appeared */
 };
 
+/* --json: error replies are printed on stdout as they are, too. */
+static bool json_mode;
+
 /* Set by SIGINT/SIGTERM: watch and events --follow stop. */
 static volatile sig_atomic_t stop_requested;
 
@@ -69,7 +73,8 @@ usage (FILE *fp)
 "                          printing new ones until interrupted\n"
 "  reset                   zero the counters and forget the events\n"
 "  inject KIND LBA         corrupt stored block LBA (KIND: data, guard,\n"
-"                          app, ref) so that its next read fails\n"
+"                          app, ref; LBA decimal or 0x hex) so that its\n"
+"                          next read fails\n"
 "  watch [--count N] [--interval SECS]\n"
 "                          live rates, refreshed every SECS (default 1)\n"
 "  check                   exit 1 if any corruption was seen, else 0\n"
@@ -79,13 +84,19 @@ usage (FILE *fp)
 "                          stabledif-*.sock in $XDG_RUNTIME_DIR or in\n"
 "                          ${TMPDIR:-/tmp}/stabledif-UID)\n"
 "  -j, --json              print the device's JSON replies as they are\n"
+"                          (error replies too)\n"
 "  -h, --help              this help\n"
 "  -V, --version           the version\n"
+"\n"
+"Options go before the command; events and watch also take theirs\n"
+"after it.  The arguments of inject are never options.\n"
 "\n"
 "Exit status: 0 success; 1 the device refused the request, or check saw\n"
 "corruption; 2 usage or connection error.\n");
 }
 
+/* Print the usage error FMT as one line on stderr, "stabledif-ctl: "
+ * first and a pointer to --help last, and exit 2. */
 static void
 die_usage (const char *fmt, ...)
   __attribute__ ((format (printf, 1, 2), noreturn));
@@ -99,7 +110,7 @@ die_usage (const char *fmt, ...)
   va_start (ap, fmt);
   vfprintf (stderr, fmt, ap);
   va_end (ap);
-  fprintf (stderr, "\nTry '" PROG " --help'.\n");
+  fprintf (stderr, "; see '" PROG " --help'\n");
   exit (EXIT_USAGE);
 }
 
@@ -157,19 +168,39 @@ reply_error (json_t *reply)
     ? : "the device refused the request (no reason given)";
 }
 
-/* Send LINE and return a reply that says ok; exits 1 (printing the
- * device's message) if it does not.  STATUS is the exit status to use
- * for a refusal. */
+/* If REPLY (raw text RAW) is an error reply, report it and return true:
+ * with --json the reply line goes to stdout as it is, and in any case
+ * the device's message goes to stderr.  Returns false for an ok reply. */
+static bool
+report_refusal (json_t *reply, const char *raw)
+{
+  const char *e = reply_error (reply);
+
+  if (e == NULL)
+    return false;
+  if (json_mode && raw) {
+    printf ("%s\n", raw);
+    fflush (stdout);
+  }
+  fprintf (stderr, PROG ": %s\n", e);
+  return true;
+}
+
+/* Send LINE and return a reply that says ok (raw text in *RAW if RAW);
+ * if it does not, reports the refusal (report_refusal) and exits with
+ * STATUS. */
 static json_t *
 request_ok (const char *line, char **raw, int status)
 {
-  json_t *reply = request_any (line, raw);
-  const char *e = reply_error (reply);
+  char *text;
+  json_t *reply = request_any (line, &text);
 
-  if (e) {
-    fprintf (stderr, PROG ": %s\n", e);
+  if (report_refusal (reply, text))
     exit (status);
-  }
+  if (raw)
+    *raw = text;
+  else
+    free (text);
   return reply;
 }
 
@@ -550,14 +581,14 @@ cmd_events (const struct options *o)
   json_decref (all);
 
   while (o->follow && !stop_requested) {
-    char line[64], err[512];
+    char line[64], err[512], *raw;
     json_t *reply, *evs;
 
     nap (o->interval);
     if (stop_requested)
       break;
     snprintf (line, sizeof line, "events %" PRIu64, since);
-    if (ctl_conn_request (&conn, line, &reply, NULL, err, sizeof err) == -1) {
+    if (ctl_conn_request (&conn, line, &reply, &raw, err, sizeof err) == -1) {
       if (conn.closed) {
         fprintf (stderr, PROG ": the device closed the control socket\n");
         return EXIT_OK;
@@ -565,11 +596,12 @@ cmd_events (const struct options *o)
       fprintf (stderr, PROG ": %s\n", err);
       return EXIT_USAGE;
     }
-    if (reply_error (reply)) {
-      fprintf (stderr, PROG ": %s\n", reply_error (reply));
+    if (report_refusal (reply, raw)) {
+      free (raw);
       json_decref (reply);
       return EXIT_FAIL;
     }
+    free (raw);
     if (get_u64 (reply, "missed", NULL) && !o->json)
       printf ("(%" PRIu64 " event(s) no longer kept by the device)\n",
               get_u64 (reply, "missed", NULL));
@@ -786,8 +818,7 @@ cmd_watch (const struct options *o)
       fprintf (stderr, PROG ": %s\n", err);
       return EXIT_USAGE;
     }
-    if (reply_error (reply)) {
-      fprintf (stderr, PROG ": %s\n", reply_error (reply));
+    if (report_refusal (reply, raw)) {
       free (raw);
       json_decref (reply);
       return EXIT_FAIL;
@@ -830,8 +861,38 @@ parse_count (const char *opt, const char *s)
   return v;
 }
 
-int
-main (int argc, char *argv[])
+/* Check the arguments of inject before anything is sent: KIND must be
+ * one word (the device says which kinds it knows) and LBA a number in
+ * the device's syntax, decimal or hexadecimal with 0x, no sign.  Dies
+ * with a usage error naming the bad argument. */
+static void
+check_inject_args (const char *kind, const char *lba)
+{
+  const char *digits = "0123456789";
+  const char *p;
+
+  /* A space or control character would split or end the request line. */
+  for (p = kind; *p; p++)
+    if ((unsigned char) *p <= ' ' || *p == 0x7f)
+      break;
+  if (kind[0] == '\0' || *p)
+    die_usage ("inject: KIND is not one word (want data, guard, app or ref)");
+  p = lba;
+  if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+    digits = "0123456789abcdefABCDEF";
+    p += 2;
+  }
+  if (*p == '\0' || p[strspn (p, digits)] != '\0')
+    die_usage ("inject %s: LBA '%s' is not a number (want a block "
+               "number, decimal or hexadecimal with 0x)", kind, lba);
+}
+
+/* Parse the options in ARGV[1..ARGC-1] into O, stopping at the first
+ * argument that is not an option (or after "--").  Returns the index of
+ * that argument (ARGC if none).  getopt's own messages are off: every
+ * error is one line starting with PROG, and exits 2. */
+static int
+parse_options (int argc, char *argv[], struct options *o)
 {
   enum { OPT_FOLLOW = 256, OPT_COUNT, OPT_INTERVAL };
   static const struct option long_opts[] = {
@@ -844,57 +905,93 @@ main (int argc, char *argv[])
     { "interval", required_argument, NULL, OPT_INTERVAL },
     { NULL, 0, NULL, 0 },
   };
-  struct options o = { .n = -1, .count = -1, .interval = 1.0 };
-  struct sigaction sa = { .sa_handler = on_signal };
-  const char *cmd;
-  int c, r, nargs;
+  int c;
 
-  while ((c = getopt_long (argc, argv, "s:jhVfn:", long_opts, NULL)) != -1) {
+  optind = 0;                   /* start afresh: this is called twice */
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, "+:s:jhVfn:", long_opts,
+                           NULL)) != -1) {
     switch (c) {
-    case 's': o.socket = optarg; break;
-    case 'j': o.json = true; break;
+    case 's': o->socket = optarg; break;
+    case 'j': o->json = true; break;
     case 'h': usage (stdout); exit (EXIT_OK);
     case 'V': printf (PROG " %s\n", PACKAGE_VERSION); exit (EXIT_OK);
-    case 'f': o.follow = o.follow_given = true; break;
-    case 'n': o.n = parse_count ("-n", optarg); o.n_given = true; break;
+    case 'f': o->follow = o->follow_given = true; break;
+    case 'n': o->n = parse_count ("-n", optarg); o->n_given = true; break;
     case OPT_COUNT:
-      o.count = parse_count ("--count", optarg);
-      o.count_given = true;
+      o->count = parse_count ("--count", optarg);
+      o->count_given = true;
       break;
     case OPT_INTERVAL: {
       char *end;
       errno = 0;
-      o.interval = strtod (optarg, &end);
-      if (errno || end == optarg || *end || !(o.interval >= 0.01) ||
-          o.interval > 3600)
+      o->interval = strtod (optarg, &end);
+      if (errno || end == optarg || *end || !(o->interval >= 0.01) ||
+          o->interval > 3600)
         die_usage ("--interval: expected seconds from 0.01 to 3600, "
                    "got '%s'", optarg);
-      o.interval_given = true;
+      o->interval_given = true;
       break;
     }
+    case ':':
+      /* optind is past the element that holds the option. */
+      if (strncmp (argv[optind - 1], "--", 2) == 0)
+        die_usage ("option '%s' needs an argument", argv[optind - 1]);
+      die_usage ("option '-%c' needs an argument", optopt);
     default:
-      fprintf (stderr, "Try '" PROG " --help'.\n");
-      exit (EXIT_USAGE);
+      /* optopt 0: an unknown (or ambiguous) long option, and optind is
+       * past it.  A known letter: a long option that takes no argument
+       * was given one ("--json=1").  Else an unknown letter. */
+      if (optopt == 0)
+        die_usage ("unknown option '%s'", argv[optind - 1]);
+      if (strchr ("jhVf", optopt) && strncmp (argv[optind - 1], "--", 2) == 0)
+        die_usage ("option '%s' takes no argument", argv[optind - 1]);
+      die_usage ("unknown option '-%c'", optopt);
     }
   }
-  if (optind >= argc)
+  return optind;
+}
+
+int
+main (int argc, char *argv[])
+{
+  struct options o = { .n = -1, .count = -1, .interval = 1.0 };
+  struct sigaction sa = { .sa_handler = on_signal };
+  const char *cmd;
+  char **args;
+  int r, i, nargs;
+
+  /* The options before the command. */
+  i = parse_options (argc, argv, &o);
+  if (i >= argc)
     die_usage ("no command given");
-  cmd = argv[optind];
-  nargs = argc - optind - 1;
+  cmd = argv[i];
+  args = &argv[i + 1];
+  nargs = argc - i - 1;
 
   /* Check the command and its arguments before connecting. */
   if (strcmp (cmd, "status") == 0 || strcmp (cmd, "counters") == 0 ||
       strcmp (cmd, "reset") == 0 || strcmp (cmd, "check") == 0 ||
       strcmp (cmd, "events") == 0 || strcmp (cmd, "watch") == 0) {
+    /* Options may follow these commands (events -n 1, watch --count
+     * 2); never inject, whose arguments are taken as they are ("inject
+     * ref -1" is a bad LBA, not an option). */
+    int skip = parse_options (nargs + 1, &argv[i], &o) - 1;
+
+    args += skip;
+    nargs -= skip;
     if (nargs != 0)
-      die_usage ("%s takes no arguments", cmd);
+      die_usage ("%s takes no arguments (got '%s')", cmd, args[0]);
   }
   else if (strcmp (cmd, "inject") == 0) {
     if (nargs != 2)
-      die_usage ("usage: inject data|guard|app|ref LBA");
+      die_usage ("inject takes two arguments, KIND and LBA "
+                 "(options go before the command)");
+    check_inject_args (args[0], args[1]);
   }
   else
     die_usage ("unknown command '%s'", cmd);
+  json_mode = o.json;
   if ((o.n_given || o.follow_given) && strcmp (cmd, "events") != 0)
     die_usage ("-n and --follow go with the events command");
   if (o.count_given && strcmp (cmd, "watch") != 0)
@@ -922,7 +1019,7 @@ main (int argc, char *argv[])
   else if (strcmp (cmd, "reset") == 0)
     r = cmd_reset (&o);
   else if (strcmp (cmd, "inject") == 0)
-    r = cmd_inject (&o, argv[optind + 1], argv[optind + 2]);
+    r = cmd_inject (&o, args[0], args[1]);
   else if (strcmp (cmd, "watch") == 0)
     r = cmd_watch (&o);
   else

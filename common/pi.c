@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <isa-l/crc.h>
@@ -65,6 +66,21 @@ const struct pi_format *
 pi_format_at (size_t i)
 {
   return i < PI_NR_FORMATS ? &pi_formats[i] : NULL;
+}
+
+void
+pi_format_names (char *buf, size_t len, const char *sep)
+{
+  const struct pi_format *f;
+  size_t used, i;
+
+  if (len == 0)
+    return;
+  used = (size_t) snprintf (buf, len, "%s", pi_format_none ()->name);
+  for (i = 0; (f = pi_format_at (i)) != NULL && used < len; i++)
+    if (f != pi_format_none ())
+      used += (size_t) snprintf (buf + used, len - used, "%s%s", sep,
+                                 f->name);
 }
 
 bool

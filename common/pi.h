@@ -56,6 +56,11 @@ const struct pi_format *pi_format_none (void);
 /* Iterate the known formats: returns the i'th, or NULL past the end. */
 const struct pi_format *pi_format_at (size_t i);
 
+/* The names of every format, "none" first, separated by SEP, into BUF
+ * (LEN bytes, always terminated; cut short if too small).  For
+ * --dump-plugin and for messages naming the known formats. */
+void pi_format_names (char *buf, size_t len, const char *sep);
+
 /* Whether INTERVAL (bytes) is valid for format F.  On failure returns false
  * and, if WHY is not NULL, points it at a static explanation. */
 bool pi_interval_valid (const struct pi_format *f, uint32_t interval,

@@ -86,23 +86,6 @@ stabledif_unload (void)
   plugin.file = plugin.events = NULL;
 }
 
-/* Write the comma-separated names of every PI format into BUF (LEN
- * bytes), "none" first.  Used by --dump-plugin and in messages. */
-static void
-format_list (char *buf, size_t len)
-{
-  const struct pi_format *f;
-  size_t used;
-  size_t i;
-
-  used = (size_t) snprintf (buf, len, "%s", pi_format_none ()->name);
-  for (i = 0; (f = pi_format_at (i)) != NULL && used < len; ++i) {
-    if (f == pi_format_none ())
-      continue;
-    used += (size_t) snprintf (buf + used, len - used, ",%s", f->name);
-  }
-}
-
 /* Parse S, one 16-bit number of app-tag= (WHAT names it in messages),
  * into *OUT.  Text that does not start with a digit is refused here:
  * nbdkit's parser would call it an "empty string". */
@@ -199,7 +182,7 @@ stabledif_config (const char *key, const char *value)
       f = pi_format_none ();
     if (f == NULL) {
       char names[512];
-      format_list (names, sizeof names);
+      pi_format_names (names, sizeof names, ",");
       nbdkit_error ("format: unknown PI format '%s' (known: %s)",
                     value, names);
       return -1;
@@ -291,7 +274,7 @@ stabledif_dump_plugin (void)
 {
   char names[512];
 
-  format_list (names, sizeof names);
+  pi_format_names (names, sizeof names, ",");
   printf ("stabledif_version=%s\n", PACKAGE_VERSION);
   printf ("stabledif_formats=%s\n", names);
   printf ("stabledif_intervals=512,4096\n");

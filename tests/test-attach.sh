@@ -92,14 +92,32 @@ else
     "$attach" "nbd+unix:///data?socket=$tmpdir/x.sock"
 fi
 
-# Usage errors: exit 1 and the usage on stderr; --help on stdout, 0.
-for args in "" "-d /dev/nbd0 nbd://x" "-n /dev/nbd0 --dry-run nbd://x" "a b"; do
-  rc=0
-  "$attach" $args > "$out" 2> "$out.err" || rc=$?
-  [ $rc = 1 ] || fail "'$args': exit status $rc, expected 1"
-  grep -q '^Usage: stabledif-attach' "$out.err" || fail "'$args': no usage"
-done
-"$attach" --help > "$out"
+# Usage errors: exit 2 and one line on stderr saying what is wrong, in
+# the tool's own words (never getopt's, nor the path it was run by);
+# nothing on stdout.  --help prints the help on stdout, status 0.
+usage_err () {
+  local pattern=$1 rc=0; shift
+  "$attach" "$@" > "$out" 2> "$out.err" || rc=$?
+  [ $rc = 2 ] || fail "'$*': exit status $rc, expected 2 ($(cat "$out.err"))"
+  [ ! -s "$out" ] || fail "'$*': output on stdout: $(cat "$out")"
+  [ "$(wc -l < "$out.err")" = 1 ] ||
+    fail "'$*': not one line of error: $(cat "$out.err")"
+  grep -Eq -- "^stabledif-attach: $pattern" "$out.err" ||
+    fail "'$*': error '$(cat "$out.err")' does not match '$pattern'"
+}
+usage_err 'no URI given; see .stabledif-attach --help.$'
+usage_err '-n and --dry-run cannot be used together' -n /dev/nbd0 --dry-run nbd://x
+usage_err "-d takes no URI \(got 'nbd://x'\)" -d /dev/nbd0 nbd://x
+usage_err '-d and -n cannot be used together' -d /dev/nbd0 -n /dev/nbd1
+usage_err '-d and --dry-run cannot be used together' -d /dev/nbd0 --dry-run
+usage_err "one URI only \(got 'b' after 'a'\)" a b
+usage_err "unknown option '--bogus'" --bogus nbd://x
+usage_err "unknown option '-x'" -x nbd://x
+usage_err "option '-n' needs an argument" -n
+usage_err "option '--detach' needs an argument" --detach
+usage_err "option '--dry-run=1' takes no argument" --dry-run=1 nbd://x
+"$attach" --help > "$out" 2> "$out.err"
 must_say "--dry-run"
+[ ! -s "$out.err" ] || fail "--help: stderr: $(cat "$out.err")"
 "$attach" --version > "$out"
 grep -Eq '^stabledif-attach [0-9]' "$out" || fail "--version: $(cat "$out")"

@@ -9,11 +9,16 @@
 # the device's own totals), while wait, wait-sent, snapshot and auto
 # see none; auto is wait on a T10 device and none (never waits) on a
 # format=none device; --svg writes well-formed XML; bad options exit 2
-# with a message naming the option; a device that cannot be served or
-# reached exits 1; SIGINT stops early with a partial report (exit 130)
-# and leaves no nbdkit or temporary directory behind.
+# with a message naming the option, before anything runs (a --svg file
+# that cannot be written, a --format, --interval or --size the plugin
+# would refuse); the progress line shows on a terminal (script(1)) and
+# not with --no-progress or when stderr is not one; a device that cannot
+# be served or reached exits 1 (nbdkit's messages relayed once, no
+# --svg file made or an old one touched); SIGINT stops early with a
+# partial report (exit 130) and leaves no nbdkit or temporary directory
+# behind.
 . "${srcdir:-$(dirname "$0")}/functions.sh"
-requires python3
+requires python3 script
 : "${top_builddir:?top_builddir must be set}"
 BENCH="$top_builddir/client/stabledif-bench"
 CTLBIN="$top_builddir/client/stabledif-ctl"
@@ -64,6 +69,21 @@ bad '--ctl names the control socket of the device at URI' --ctl /x.sock
 bad 'cannot be used with a URI' --format none nbd://localhost
 bad '--connections 17: out of range \(1 to 16\)' --connections 17
 bad '--connections: "x" is not a number' --connections x
+# Found before any run (-d: short, should it run): a --svg path that
+# cannot be written, and what our own nbdkit would refuse -- one line.
+bad "^stabledif-bench: --svg $tmpdir/no-such-dir/x.svg: No such file or directory\$" \
+  -d 0.2 --working-set 1M --svg "$tmpdir/no-such-dir/x.svg"
+bad "^stabledif-bench: --svg $tmpdir: Is a directory\$" -d 0.2 --working-set 1M --svg "$tmpdir"
+bad '^stabledif-bench: --format bogus: unknown PI format \(known: none, T10-DIF-TYPE1-CRC, .*EXT-DIF-TYPE1-CRC64' \
+  -d 0.2 --working-set 1M --format bogus
+[ "$(wc -l < "$err")" = 1 ] || { cat "$err"; fail "--format bogus: more than one line"; }
+bad '^stabledif-bench: --format EXT-DIF-TYPE1-CRC64 --interval 512: .*use interval 4096$' \
+  -d 0.2 --working-set 1M --format EXT-DIF-TYPE1-CRC64 --interval 512
+[ "$(wc -l < "$err")" = 1 ] || { cat "$err"; fail "--interval 512: more than one line"; }
+bad '^stabledif-bench: --size 1049000: must be a multiple of the protection interval \(512 bytes\)$' \
+  -d 0.2 --working-set 1M --size 1049000
+bad '^stabledif-bench: --size 1049088: must be a multiple of the protection interval \(4096 bytes\)$' \
+  -d 0.2 --working-set 1M --size 1049088 --format EXT-DIF-TYPE3-CRC64
 echo "ok: usage errors"
 
 # ---- self-served: text table and SVG ----
@@ -192,13 +212,51 @@ json $j 'j["config"]["connections"] == 2 and run("snapshot")["connections"] == 2
 json $j 'run("snapshot")["operations"]["writeback"]["count"] > 0 and run("snapshot")["client"]["write_errors"] == 0'
 echo "ok: --connections"
 
+# ---- the progress line ----
+# On a terminal (script(1) gives the bench a pty for stdout and stderr)
+# it is there by default, once per policy at least; not with
+# --no-progress, nor when stderr is a file; --progress forces it.
+pty () { timeout 120 script -qec "$1" /dev/null < /dev/null; }
+cmd=$(printf '%q ' "$BENCH" --plugin "$PLUGIN" --duration 0.2 --working-set 1M -p snapshot,wait)
+pty "$cmd" > "$tmpdir/tty" || { cat -v "$tmpdir/tty"; fail "progress: bench on a pty failed"; }
+for p in '[1/2] snapshot ' '[2/2] wait '; do
+  grep -aqF $'\r\033[Kstabledif-bench: '"$p" "$tmpdir/tty" ||
+    { cat -v "$tmpdir/tty"; fail "progress: no line $p on a terminal"; }
+done
+grep -aq '^policy wait' "$tmpdir/tty" || { cat -v "$tmpdir/tty"; fail "progress: no report"; }
+pty "$cmd --no-progress" > "$tmpdir/tty" || fail "progress: --no-progress on a pty failed"
+grep -aq '^policy wait' "$tmpdir/tty" || { cat -v "$tmpdir/tty"; fail "--no-progress: no report"; }
+! grep -aqF '[1/2]' "$tmpdir/tty" || { cat -v "$tmpdir/tty"; fail "--no-progress: progress line"; }
+pty "$cmd 2> $(printf %q "$tmpdir/tty-err")" > "$tmpdir/tty" || fail "progress: stderr not a pty: failed"
+grep -aq '^policy wait' "$tmpdir/tty" || { cat -v "$tmpdir/tty"; fail "stderr not a pty: no report"; }
+! grep -aqF '[1/2]' "$tmpdir/tty" "$tmpdir/tty-err" ||
+  { cat -v "$tmpdir/tty" "$tmpdir/tty-err"; fail "stderr not a pty: progress line"; }
+timeout 120 "$BENCH" --progress --plugin "$PLUGIN" --duration 0.2 --working-set 1M \
+  -p snapshot > "$out" 2> "$err" || { cat "$err"; fail "--progress failed"; }
+grep -aqF $'\r\033[Kstabledif-bench: [1/1] snapshot ' "$err" ||
+  { cat -v "$err"; fail "--progress: no progress line on a file"; }
+echo "ok: progress line"
+
 # ---- devices that cannot be used ----
-expect_rc 1 --duration 0.2 --plugin "$tmpdir/no-such-plugin.so"
+# nbdkit's messages are relayed, each once prefixed "nbdkit: "; a --svg
+# file made for the plot is removed again, one already there is kept.
+expect_rc 1 --duration 0.2 --plugin "$tmpdir/no-such-plugin.so" --svg "$tmpdir/new.svg"
 grep -q 'nbdkit with plugin .*no-such-plugin.so failed to start' "$err" ||
   { cat "$err"; fail "bad plugin: message"; }
-expect_rc 1 --duration 0.2 "nbd+unix:///dif?socket=$tmpdir/no-such.sock"
+grep -q "^  nbdkit: error: cannot open plugin '$tmpdir/no-such-plugin.so'" "$err" ||
+  { cat "$err"; fail "bad plugin: nbdkit's message"; }
+! grep -q 'nbdkit: nbdkit:' "$err" || { cat "$err"; fail "bad plugin: doubled prefix"; }
+[ ! -e "$tmpdir/new.svg" ] || fail "bad plugin: --svg file left behind"
+echo '<old/>' > "$tmpdir/old.svg"
+expect_rc 1 --duration 0.2 --svg "$tmpdir/old.svg" "nbd+unix:///dif?socket=$tmpdir/no-such.sock"
 grep -q 'policy auto: stabledif_connect_uri: .*no-such.sock' "$err" ||
   { cat "$err"; fail "no server: message"; }
+[ "$(cat "$tmpdir/old.svg")" = '<old/>' ] || fail "no server: old --svg file changed"
+# A plot that cannot be written: the report is there, exit 1.
+expect_rc 1 --duration 0.2 --working-set 1M -p snapshot --svg /dev/full
+grep -qx 'stabledif-bench: --svg /dev/full: writing failed: No space left on device' "$err" ||
+  { cat "$err"; fail "--svg /dev/full: message"; }
+grep -q '^policy snapshot' "$out" || { cat "$out"; fail "--svg /dev/full: no report"; }
 expect_rc 1 --duration 0.2 --plugin "$PLUGIN" --interval 4096 --page-size 2048
 grep -q 'page-size 2048 is not a multiple of the device.s protection interval 4096' "$err" ||
   { cat "$err"; fail "page size vs interval: message"; }

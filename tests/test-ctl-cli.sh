@@ -136,6 +136,54 @@ grep -q 'nonexistent.sock' $err || fail "missing socket message"
 expect_rc 2 "$CTLBIN"
 echo "ok: exit statuses"
 
+# --json: an error reply is printed on stdout as it is, one JSON line,
+# and its message on stderr; exit 1.
+expect_rc 1 ctl --json inject app 0x10
+[ "$(wc -l < $out)" = 1 ] || { cat $out; fail "--json refusal: not one line"; }
+json $out 'j["ok"] is False and j["error"].startswith("inject app: ")'
+msg=$(python3 -c "import json; print(json.load(open('$out'))['error'])")
+grep -qxF "stabledif-ctl: $msg" $err || { cat $err; fail "--json refusal: stderr"; }
+expect_rc 1 ctl --json inject data 99999999
+json $out 'j["ok"] is False and "out of range" in j["error"]'
+echo "ok: --json prints error replies"
+
+# usage_err PATTERN ARGS...: stabledif-ctl ARGS is a usage error: exit 2,
+# one line on stderr, "stabledif-ctl: " first (never the path it was run
+# by, nor getopt's own words), matching the regular expression PATTERN.
+usage_err () {
+  local pattern=$1; shift
+  expect_rc 2 "$CTLBIN" "$@"
+  [ "$(wc -l < $err)" = 1 ] || { cat $err; fail "$*: not one line"; }
+  grep -q '^stabledif-ctl: ' $err || { cat $err; fail "$*: prefix"; }
+  ! grep -qF "$CTLBIN" $err || { cat $err; fail "$*: names argv[0]"; }
+  grep -qE -- "$pattern" $err || { cat $err; fail "$*: wanted '$pattern'"; }
+}
+# The arguments of inject are never options: a bad LBA is named, and
+# nothing reaches the device.
+injections=$(ctl counters | awk '$1 == "injections" { print $2 }')
+usage_err "^stabledif-ctl: inject guard: LBA '-1' is not a number" \
+  -s "$CTL" inject guard -1
+usage_err "inject data: LBA '12a' is not a number" -s "$CTL" inject data 12a
+usage_err "inject ref: LBA '0x' is not a number" -s "$CTL" inject ref 0x
+usage_err "inject ref: LBA '' is not a number" -s "$CTL" inject ref ''
+usage_err "inject: KIND is not one word" -s "$CTL" inject 'data 1' 2
+usage_err "inject takes two arguments" -s "$CTL" inject -j data 1
+[ "$(ctl counters | awk '$1 == "injections" { print $2 }')" = "$injections" ] ||
+  fail "a refused inject reached the device"
+# getopt's errors are the tool's own one-liners.
+usage_err "unknown option '--bogus'" --bogus status
+usage_err "unknown option '-x'" -x status
+usage_err "unknown option '-x'" -s "$CTL" status -x
+usage_err "option '-s' needs an argument" status -s
+usage_err "option '--count' needs an argument" watch --count
+usage_err "option '--json=1' takes no argument" --json=1 status
+usage_err "events takes no arguments \(got 'extra'\)" -s "$CTL" events extra -n 1
+usage_err "unknown command 'frobnicate'" frobnicate -x
+# Options still follow events and watch.
+expect_rc 0 ctl events -n 1 --json
+json $out 'len(j["events"]) == 1'
+echo "ok: usage errors are one line of the tool's own"
+
 # watch: plain lines when not a terminal; --json lines; in place on a tty.
 ctl watch --count 3 --interval 0.05 > $out
 [ "$(wc -l < $out)" = 3 ] || { cat $out; fail "watch: 3 lines"; }

@@ -169,6 +169,26 @@ START_TEST (test_format_table)
 }
 END_TEST
 
+/* The list of names in messages and --dump-plugin: every format once,
+ * "none" first, the separator between them; cut short, still a string. */
+START_TEST (test_format_names)
+{
+  char buf[256], small[8];
+
+  pi_format_names (buf, sizeof buf, ",");
+  ck_assert_str_eq (buf, "none,T10-DIF-TYPE1-CRC,T10-DIF-TYPE2-CRC,"
+                    "T10-DIF-TYPE3-CRC,EXT-DIF-TYPE1-CRC64,"
+                    "EXT-DIF-TYPE3-CRC64");
+  pi_format_names (buf, sizeof buf, ", ");
+  ck_assert (strncmp (buf, "none, T10-DIF-TYPE1-CRC, ", 25) == 0);
+  memset (small, 'x', sizeof small);
+  pi_format_names (small, sizeof small, ",");
+  ck_assert_str_eq (small, "none,T1");
+  pi_format_names (small, 0, ",");      /* nothing written */
+  ck_assert_str_eq (small, "none,T1");
+}
+END_TEST
+
 START_TEST (test_intervals)
 {
   static const uint32_t bad[] = { 0, 1, 256, 511, 513, 520, 1000, 1024,
@@ -1161,6 +1181,7 @@ pi_suite (void)
   tc = tcase_create ("formats");
   tcase_add_test (tc, test_check_values);
   tcase_add_test (tc, test_format_table);
+  tcase_add_test (tc, test_format_names);
   tcase_add_test (tc, test_intervals);
   tcase_add_test (tc, test_check_names);
   suite_add_tcase (s, tc);
