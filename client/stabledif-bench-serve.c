@@ -168,7 +168,8 @@ file_ready (const char *path, bool socket)
 }
 
 int
-serve_check_config (const char *format, uint32_t interval, uint64_t size)
+serve_check_config (const char *format, uint32_t interval, uint64_t size,
+                    uint32_t page_size)
 {
   const struct pi_format *f = pi_format_lookup (format);
   uint32_t effective;
@@ -199,6 +200,12 @@ serve_check_config (const char *format, uint32_t interval, uint64_t size)
   if (size % effective != 0) {
     fprintf (stderr, PROG ": --size %" PRIu64 ": must be a multiple of the "
              "protection interval (%" PRIu32 " bytes)\n", size, effective);
+    return -1;
+  }
+  if (page_size % effective != 0) {
+    fprintf (stderr, PROG ": --page-size %" PRIu32 ": must be a multiple of "
+             "the protection interval (%" PRIu32 " bytes)\n", page_size,
+             effective);
     return -1;
   }
   return 0;

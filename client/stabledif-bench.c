@@ -65,7 +65,8 @@ main (int argc, char **argv)
   /* Usage errors the options alone do not show: what our own nbdkit
    * would refuse, an --svg file that cannot be written. */
   if (o.uri == NULL &&
-      serve_check_config (o.format, o.interval, own_size (&o)) == -1)
+      serve_check_config (o.format, o.interval, own_size (&o),
+                          o.page_size) == -1)
     return BENCH_EXIT_USAGE;
   if (svg_open (&svg, o.svg) == -1)
     return BENCH_EXIT_USAGE;

@@ -298,11 +298,12 @@ void serve_find_plugin (const char *explicit_path, char *buf, size_t len);
 
 /* Check what our own nbdkit would be given -- FORMAT, INTERVAL (0: the
  * plugin's default for FORMAT) and SIZE bytes -- as the plugin does
- * (common/pi.h), so that a bad --format, --interval or --size is a
- * usage error before anything runs.  Returns -1 after printing one line
- * naming the option. */
+ * (common/pi.h), and that PAGE_SIZE is a whole number of its intervals
+ * (what the model needs of any device), so that a bad --format,
+ * --interval, --size or --page-size is a usage error before anything
+ * runs.  Returns -1 after printing one line naming the option. */
 int serve_check_config (const char *format, uint32_t interval,
-                        uint64_t size);
+                        uint64_t size, uint32_t page_size);
 
 /* Start nbdkit with the plugin (format FORMAT, SIZE bytes, INTERVAL or
  * 0) on a private socket with ctl= next to it; wait (bounded) until it

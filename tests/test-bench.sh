@@ -84,6 +84,10 @@ bad '^stabledif-bench: --size 1049000: must be a multiple of the protection inte
   -d 0.2 --working-set 1M --size 1049000
 bad '^stabledif-bench: --size 1049088: must be a multiple of the protection interval \(4096 bytes\)$' \
   -d 0.2 --working-set 1M --size 1049088 --format EXT-DIF-TYPE3-CRC64
+bad '^stabledif-bench: --page-size 2048: must be a multiple of the protection interval \(4096 bytes\)$' \
+  -d 0.2 --working-set 1M --page-size 2048 --interval 4096
+bad '^stabledif-bench: --page-size 2048: must be a multiple of the protection interval \(4096 bytes\)$' \
+  -d 0.2 --working-set 1M --page-size 2048 --format EXT-DIF-TYPE1-CRC64
 echo "ok: usage errors"
 
 # ---- self-served: text table and SVG ----
@@ -257,7 +261,18 @@ expect_rc 1 --duration 0.2 --working-set 1M -p snapshot --svg /dev/full
 grep -qx 'stabledif-bench: --svg /dev/full: writing failed: No space left on device' "$err" ||
   { cat "$err"; fail "--svg /dev/full: message"; }
 grep -q '^policy snapshot' "$out" || { cat "$out"; fail "--svg /dev/full: no report"; }
-expect_rc 1 --duration 0.2 --plugin "$PLUGIN" --interval 4096 --page-size 2048
+# A device at a URI whose interval the pages do not fit: found once
+# connected (our own device's is a usage error, above).
+cat > "$tmpdir/pages.sh" <<'EOF'
+r=0
+timeout 120 "$BENCH" --no-progress --duration 0.2 --working-set 1M \
+  --page-size 2048 "$1" > "$tmpdir/out" 2> "$tmpdir/err" || r=$?
+echo "$r" > "$tmpdir/pages.rc"
+EOF
+serve size=4M interval=4096 ctl=none -- bash "$tmpdir/pages.sh" '"$uri"' ||
+  fail "bench against a 4096-byte interval device"
+[ "$(cat "$tmpdir/pages.rc")" = 1 ] ||
+  { cat "$err"; fail "page size vs the device's interval: exit $(cat "$tmpdir/pages.rc"), wanted 1"; }
 grep -q 'page-size 2048 is not a multiple of the device.s protection interval 4096' "$err" ||
   { cat "$err"; fail "page size vs interval: message"; }
 echo "ok: unusable devices"
