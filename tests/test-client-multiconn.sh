@@ -33,11 +33,20 @@ io_run () {
   then
     asan="${asan:+$asan:}detect_leaks=0"
   fi
+  # The --run command ends only once the server has closed every
+  # connection (the log filter writes Disconnect in its close): nbdkit
+  # 1.32 skips .close for a connection still closing when it is told to
+  # quit, and LeakSanitizer then reports that connection's handles.
+  # Bounded: 10 s at most.
   rm -f "$log" "$tmpdir/model" "$tmpdir/data"
   ASAN_OPTIONS=$asan run_nbdkit -U - --exit-with-parent --filter=log ${filter[@]+"${filter[@]}"} \
     "$PLUGIN" size=$size format="$f" interval="$i" ctl=none \
     logfile="$log" ${param[@]+"${param[@]}"} --run "$(run_cmd "$P \"\$uri\" io $n $expect $tmpdir/model > $out &&
-      $NBDCOPY \"nbd+unix:///data?socket=\$unixsocket\" - > $tmpdir/data")" ||
+      $NBDCOPY \"nbd+unix:///data?socket=\$unixsocket\" - > $tmpdir/data &&
+      for t in \$(seq 100); do
+        [ \$(grep -c ' Connect ' $log) = \$(grep -c ' Disconnect ' $log) ] && break
+        sleep 0.1
+      done")" ||
     fail "io: $f/$i, $n connections asked, $expect wanted"
   cat "$out"
   cmp "$tmpdir/model" "$tmpdir/data" ||
