@@ -23,23 +23,15 @@ size=$((16 * 1024 * 1024))
 # reads it against what the program wrote.
 io_run () {
   local f=$1 i=$2 n=$3 expect=$4 filter=() param=()
-  local log=$tmpdir/log out=$tmpdir/io.out writes asan=${ASAN_OPTIONS-}
+  local log=$tmpdir/log out=$tmpdir/io.out writes
   [ $# -lt 6 ] || { filter=(--filter="$5"); param=("$6"); }
-  # nbdkit 1.32's multi-conn filter leaks 8 bytes per connection, which
-  # LeakSanitizer reports at exit in a sanitizer build (from "<unknown
-  # module>": the filter is unloaded by then).  Not ours: no leak check
-  # in that one run (the other runs check the plugin and the program).
-  if [ "${filter[*]-}" = --filter=multi-conn ] && [ -n "$nbdkit_preload" ]
-  then
-    asan="${asan:+$asan:}detect_leaks=0"
-  fi
   # The --run command ends only once the server has closed every
   # connection (the log filter writes Disconnect in its close): nbdkit
   # 1.32 skips .close for a connection still closing when it is told to
   # quit, and LeakSanitizer then reports that connection's handles.
   # Bounded: 10 s at most.
   rm -f "$log" "$tmpdir/model" "$tmpdir/data"
-  ASAN_OPTIONS=$asan run_nbdkit -U - --exit-with-parent --filter=log ${filter[@]+"${filter[@]}"} \
+  run_nbdkit -U - --exit-with-parent --filter=log ${filter[@]+"${filter[@]}"} \
     "$PLUGIN" size=$size format="$f" interval="$i" ctl=none \
     logfile="$log" ${param[@]+"${param[@]}"} --run "$(run_cmd "$P \"\$uri\" io $n $expect $tmpdir/model > $out &&
       $NBDCOPY \"nbd+unix:///data?socket=\$unixsocket\" - > $tmpdir/data &&
