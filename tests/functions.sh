@@ -174,8 +174,10 @@ nbdkit_wrapper () {
   local w="$tmpdir/nbdkit"
   {
     echo '#!/usr/bin/env bash'
-    declare -p nbdkit_preload nbdkit_valgrind STABLEDIF_TEST_TIMEOUT NBDKIT
-    declare -p tmpdir
+    declare -p nbdkit_preload nbdkit_valgrind STABLEDIF_TEST_TIMEOUT tmpdir
+    # Not NBDKIT: the caller exports it as this wrapper, and nbdkit must
+    # pass that on to its --run command.
+    echo "real_nbdkit=$(printf %q "$NBDKIT")"
     declare -f sanitizer_options
     cat <<'EOF'
 args=()
@@ -190,10 +192,10 @@ if [ -n "$nbdkit_preload" ]; then
     STABLEDIF_RUN_ASAN_OPTIONS=$(sanitizer_options ASAN_OPTIONS) \
     ASAN_OPTIONS=$(sanitizer_options ASAN_OPTIONS):detect_leaks=0 \
     UBSAN_OPTIONS=$(sanitizer_options UBSAN_OPTIONS) \
-    exec timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" "$NBDKIT" "${args[@]}"
+    exec timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" "$real_nbdkit" "${args[@]}"
 fi
 exec timeout -k 10 "$STABLEDIF_TEST_TIMEOUT" \
-  ${nbdkit_valgrind[@]+"${nbdkit_valgrind[@]}"} "$NBDKIT" "${args[@]}"
+  ${nbdkit_valgrind[@]+"${nbdkit_valgrind[@]}"} "$real_nbdkit" "${args[@]}"
 EOF
   } > "$w"
   chmod +x "$w"

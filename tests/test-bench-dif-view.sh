@@ -82,4 +82,42 @@ for bad in "--connections 0:--connections 0: out of range (1 to 16)" \
   grep -qF -- "${bad#*:}" "$out" ||
     { cat "$out"; fail "${bad%%:*}: message: wanted ${bad#*:}"; }
 done
+# bench/dif-view.sh with RUNS: the table RUNS times, then per row the
+# lowest, median and highest ratio of the runs, checked against the
+# target (MISSED and exit 1 exactly when a median is below it).  Short
+# rounds: the figures mean nothing, the arithmetic must be right.
+script=$srcdir/../bench/dif-view.sh
+r=0
+RUNS=2 CONNECTIONS=1 SPAN=2M NBDKIT=$(nbdkit_wrapper) \
+  bash "$script" "$top_builddir" -- --rounds 1 --round-ms 30 > "$out" 2>&1 || r=$?
+[ "$r" = 0 ] || [ "$r" = 1 ] || { cat "$out"; fail "dif-view.sh RUNS=2: exit $r"; }
+[ "$(grep -c '^-- run [12] of 2$' "$out")" = 2 ] ||
+  { cat "$out"; fail "dif-view.sh RUNS=2: not two runs"; }
+python3 - "$out" "$r" <<'EOF' || { cat "$out"; fail "dif-view.sh RUNS=2: summary"; }
+import re, statistics, sys
+text = open(sys.argv[1]).read()
+runs, summary = text.split("2 runs, the target applies to the medians")
+rows = ["write 4 KiB", "read 4 KiB", "write 128 KiB", "read 128 KiB"]
+missed = False
+for row in rows:
+    got = [float(x) for x in re.findall(
+        r"^%s +\S+ MB/s +\S+ MB/s +([0-9.]+)x" % row, runs, re.M)]
+    assert len(got) == 2, (row, got)
+    m = re.search(r"^%s +2 +([0-9.]+)x +([0-9.]+)x +([0-9.]+)x +target 0\.85x(  MISSED)?$"
+                  % row, summary, re.M)
+    assert m, row
+    lo, med, hi = (float(m.group(i)) for i in (1, 2, 3))
+    assert abs(lo - min(got)) < 0.006 and abs(hi - max(got)) < 0.006, row
+    assert abs(med - statistics.median(got)) < 0.006, (row, med, got)
+    assert bool(m.group(4)) == (statistics.median(got) < 0.85 - 0.006) or \
+        abs(statistics.median(got) - 0.85) < 0.006, row
+    missed = missed or bool(m.group(4))
+assert missed == (sys.argv[2] == "1"), "exit status and MISSED disagree"
+EOF
+for bad in 0 x 2x; do
+  r=0
+  RUNS=$bad bash "$script" "$top_builddir" > "$out" 2>&1 || r=$?
+  [ "$r" = 2 ] && grep -q "RUNS=$bad: not a number of runs" "$out" ||
+    { cat "$out"; fail "dif-view.sh RUNS='$bad': exit $r"; }
+done
 echo "$0: ok"
