@@ -176,17 +176,14 @@ serve_check_config (const char *format, uint32_t interval, uint64_t size,
   const char *why;
   char names[512];
 
-  /* As the plugin's format=: "none" is not in the lookup table. */
-  if (f == NULL && strcmp (format, "none") == 0)
-    f = pi_format_none ();
   if (f == NULL) {
     pi_format_names (names, sizeof names, ", ");
     fprintf (stderr, PROG ": --format %s: unknown PI format (known: %s)\n",
              format, names);
     return -1;
   }
-  /* As the plugin's default: 4096 for the formats that need it. */
-  effective = interval ? interval : f->needs_4k ? 4096 : 512;
+  /* The plugin's default when no --interval is given. */
+  effective = interval ? interval : pi_default_interval (f);
   if (!pi_interval_valid (f, effective, &why)) {
     if (interval)
       fprintf (stderr, PROG ": --format %s --interval %" PRIu32 ": %s\n",

@@ -83,6 +83,12 @@ pi_format_names (char *buf, size_t len, const char *sep)
                                  f->name);
 }
 
+uint32_t
+pi_default_interval (const struct pi_format *f)
+{
+  return f->needs_4k ? 4096 : 512;
+}
+
 bool
 pi_interval_valid (const struct pi_format *f, uint32_t interval,
                    const char **why)

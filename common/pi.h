@@ -61,6 +61,10 @@ const struct pi_format *pi_format_at (size_t i);
  * --dump-plugin and for messages naming the known formats. */
 void pi_format_names (char *buf, size_t len, const char *sep);
 
+/* The protection interval a device of format F has when none is given:
+ * 4096 for the formats that need it, else 512. */
+uint32_t pi_default_interval (const struct pi_format *f);
+
 /* Whether INTERVAL (bytes) is valid for format F.  On failure returns false
  * and, if WHY is not NULL, points it at a static explanation. */
 bool pi_interval_valid (const struct pi_format *f, uint32_t interval,

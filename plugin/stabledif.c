@@ -178,8 +178,6 @@ stabledif_config (const char *key, const char *value)
   }
   else if (strcmp (key, "format") == 0) {
     const struct pi_format *f = pi_format_lookup (value);
-    if (f == NULL && strcmp (value, "none") == 0)
-      f = pi_format_none ();
     if (f == NULL) {
       char names[512];
       pi_format_names (names, sizeof names, ",");
@@ -242,7 +240,7 @@ stabledif_config_complete (void)
     }
   }
   if (!plugin.interval_given)
-    cfg->interval = cfg->format->needs_4k ? 4096 : 512;
+    cfg->interval = pi_default_interval (cfg->format);
   cfg->file = plugin.file;
   cfg->events_path = plugin.events;
   cfg->error = nbdkit_error;

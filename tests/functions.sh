@@ -40,29 +40,16 @@ requires () {
 # A private temporary directory, removed at exit.
 tmpdir=$(mktemp -d "${TMPDIR:-/tmp}/stabledif-test.XXXXXX")
 cleanup_hooks=""
-# valgrind_reports: print every non-empty valgrind report of nbdkit
-# (valgrind mode, see run_nbdkit) and fail if there is one.
-valgrind_reports () {
+# tool_reports DIR WHAT: print every non-empty report file in
+# $tmpdir/DIR, written by WHAT, and fail if there is one.  Valgrind mode
+# and sanitizer builds send the reports of nbdkit and of what it runs
+# there (see run_nbdkit).
+tool_reports () {
   local f bad=0
-  [ -d "$tmpdir/valgrind" ] || return 0
-  for f in "$tmpdir"/valgrind/*.log; do
+  [ -d "$tmpdir/$1" ] || return 0
+  for f in "$tmpdir/$1"/*; do
     [ -s "$f" ] || continue
-    echo "$0: FAIL: valgrind found errors in nbdkit (${f##*/}):" >&2
-    cat "$f" >&2
-    bad=1
-  done
-  return $bad
-}
-
-# sanitizer_reports: print every sanitizer report of nbdkit and the
-# programs it ran (sanitizer builds, see run_nbdkit) and fail if there
-# is one.
-sanitizer_reports () {
-  local f bad=0
-  [ -d "$tmpdir/sanitizer" ] || return 0
-  for f in "$tmpdir"/sanitizer/*; do
-    [ -s "$f" ] || continue
-    echo "$0: FAIL: a sanitizer reported errors (${f##*/}):" >&2
+    echo "$0: FAIL: $2 reported errors (${f##*/}):" >&2
     cat "$f" >&2
     bad=1
   done
@@ -72,8 +59,8 @@ sanitizer_reports () {
 cleanup () {
   local bad=0
   for h in $cleanup_hooks; do "$h" || :; done
-  valgrind_reports || bad=1
-  sanitizer_reports || bad=1
+  tool_reports valgrind "valgrind (memcheck)" || bad=1
+  tool_reports sanitizer "a sanitizer" || bad=1
   if [ $bad = 1 ]; then
     rm -rf "$tmpdir"
     exit 99                     # automake's ERROR, as for the unit tests

@@ -1063,6 +1063,20 @@ mode_describe (const char *uri)
   stabledif_close (h);
 }
 
+/* A buffer of NBLOCKS intervals of pattern SEED, after writing its first
+ * block to LBAs 0 and 1 of the handle's two connections (the main
+ * thread's requests take turns): both work before the test breaks one. */
+static uint8_t *
+both_work (size_t nblocks, uint64_t seed)
+{
+  uint8_t *b = xmalloc (nblocks * iv);
+
+  fill_pattern (b, nblocks * iv, seed);
+  OK (stabledif_pwrite (h, b, iv, 0, 0));
+  OK (stabledif_pwrite (h, b, iv, iv, 0));
+  return b;
+}
+
 /* ---- killed: the server dies with requests on both connections ---- */
 
 static void
@@ -1076,10 +1090,7 @@ mode_killed (const char *uri, const char *pidfile)
   int i;
 
   connect_n (uri, 2, 2);
-  b = xmalloc (8 * iv);
-  fill_pattern (b, 8 * iv, 8);
-  OK (stabledif_pwrite (h, b, iv, 0, 0));       /* both connections work */
-  OK (stabledif_pwrite (h, b, iv, iv, 0));
+  b = both_work (8, 8);
 
   /* In flight on both (main's requests take turns), held back by the
    * race delay, when the server dies. */
@@ -1323,10 +1334,7 @@ mode_cut (const char *server, const char *path, unsigned k)
   pthread_mutex_unlock (&relay.lock);
   CHECK (npairs == 2, "the handle made %u connections through the relay, "
          "want 2", npairs);
-  b = xmalloc (4 * iv);
-  fill_pattern (b, 4 * iv, 9);
-  OK (stabledif_pwrite (h, b, iv, 0, 0));       /* both connections work */
-  OK (stabledif_pwrite (h, b, iv, iv, 0));
+  b = both_work (4, 9);
 
   /* Queued on both connections (main's requests take turns), held
    * back by the race delay; then connection K alone ends. */

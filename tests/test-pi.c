@@ -189,6 +189,22 @@ START_TEST (test_format_names)
 }
 END_TEST
 
+/* The interval of a device when none is given: 512, but 4096 for the
+ * CRC-64 formats (NVMe's 64-bit guard comes with 4 KiB blocks). */
+START_TEST (test_default_interval)
+{
+  ck_assert_uint_eq (pi_default_interval (pi_format_none ()), 512);
+  ck_assert_uint_eq (pi_default_interval (
+                       pi_format_lookup ("T10-DIF-TYPE1-CRC")), 512);
+  ck_assert_uint_eq (pi_default_interval (
+                       pi_format_lookup ("T10-DIF-TYPE3-CRC")), 512);
+  ck_assert_uint_eq (pi_default_interval (
+                       pi_format_lookup ("EXT-DIF-TYPE1-CRC64")), 4096);
+  ck_assert_uint_eq (pi_default_interval (
+                       pi_format_lookup ("EXT-DIF-TYPE3-CRC64")), 4096);
+}
+END_TEST
+
 START_TEST (test_intervals)
 {
   static const uint32_t bad[] = { 0, 1, 256, 511, 513, 520, 1000, 1024,
@@ -199,6 +215,8 @@ START_TEST (test_intervals)
 
   for (i = 0; (f = pi_format_at (i)) != NULL; i++) {
     ck_assert_msg (pi_interval_valid (f, 4096, NULL), "%s 4096", f->name);
+    /* Every format's default interval is one it allows. */
+    ck_assert (pi_interval_valid (f, pi_default_interval (f), NULL));
     why = NULL;
     ck_assert_int_eq (pi_interval_valid (f, 512, &why), !f->needs_4k);
     if (f->needs_4k) {
@@ -1183,6 +1201,7 @@ pi_suite (void)
   tcase_add_test (tc, test_format_table);
   tcase_add_test (tc, test_format_names);
   tcase_add_test (tc, test_intervals);
+  tcase_add_test (tc, test_default_interval);
   tcase_add_test (tc, test_check_names);
   suite_add_tcase (s, tc);
 
