@@ -16,11 +16,17 @@ stabledif_create (void)
   struct stabledif_handle *h;
   unsigned i;
 
-  h = calloc (1, sizeof *h);
+  /* Aligned as its connections are (see struct io_conn); aligned_alloc
+   * wants a multiple of the alignment. */
+  h = aligned_alloc (_Alignof (struct stabledif_handle),
+                     (sizeof *h + _Alignof (struct stabledif_handle) - 1) /
+                     _Alignof (struct stabledif_handle) *
+                     _Alignof (struct stabledif_handle));
   if (h == NULL) {
     error_set (errno, "stabledif_create: %s", strerror (errno));
     return NULL;
   }
+  memset (h, 0, sizeof *h);
   pthread_mutex_init (&h->lock, NULL);
   h->policy = STABLEDIF_POLICY_AUTO;
   h->effective = STABLEDIF_POLICY_AUTO;

@@ -246,9 +246,16 @@ struct request {
   bool done;                    /* completed (clock; sync only) */
 };
 
+/* The size of a cache line (x86-64, arm64): the unit in which CPUs
+ * share memory. */
+#define IO_CACHE_LINE 64
+
 /* One connection to the device and the I/O thread that owns it. */
 struct io_conn {
-  struct stabledif_handle *h;   /* owning handle */
+  /* Each connection starts on a cache line of its own: its I/O thread
+   * writes the fields marked (clock) on every request, and a line shared
+   * with the next connection's would move between the CPUs each time. */
+  _Alignas (IO_CACHE_LINE) struct stabledif_handle *h; /* owning handle */
   unsigned index;               /* 0 .. h->nconns - 1 */
   struct nbd_handle *nbd;       /* libnbd handle (its I/O thread's once
                                    connected), or NULL */
@@ -267,6 +274,10 @@ struct io_conn {
   struct request *queue_tail;   /* (clock) */
   uint64_t in_flight;           /* requests on this connection submitted,
                                    not completed (clock) */
+  uint64_t cookies;             /* cookies given out on this connection
+                                   (clock): the Nth is N * nconns + index
+                                   + 1, unique in the handle without a
+                                   counter the I/O threads share */
   struct pinset pins;           /* pinned source regions of its writes
                                    (clock) */
   struct io_buf *bufs;          /* wire buffers of completed requests,
@@ -315,7 +326,6 @@ struct stabledif_handle {
   /* Requests. */
   _Atomic unsigned next_conn;   /* round-robin: where the next request
                                    from a caller's thread goes (atomic) */
-  _Atomic int64_t next_cookie;  /* last cookie given out (atomic) */
   atomic_bool closing;          /* close requested (atomic; see
                                    io_submit) */
   atomic_bool dead;             /* a connection was lost (atomic; set
