@@ -376,11 +376,13 @@ cmd_status (const struct options *o)
           json_is_true (json_object_get (prof, "stable_writes"))
           ? "1 (the device checks host PI)" : "0");
   printf ("size              %" PRIu64 " bytes (%s), %" PRIu64 " blocks; "
-          "dif view %" PRIu64 " bytes; store %s\n",
+          "dif view %" PRIu64 " bytes; store %s%s\n",
           get_u64 (prof, "size", NULL),
           human_bytes (get_u64 (prof, "size", NULL), h, sizeof h),
           get_u64 (prof, "nblocks", NULL), get_u64 (dif, "size", NULL),
-          get_str (prof, "store"));
+          get_str (prof, "store"),
+          json_is_true (json_object_get (prof, "read_only"))
+          ? " (read-only)" : "");
   printf ("\n");
   print_view_op_table ("requests", json_object_get (c, "requests"), false);
   print_view_op_table ("bytes", json_object_get (c, "bytes"), true);

@@ -309,6 +309,9 @@ stabledif_get_ready (void)
   plugin.disk = disk_open (&plugin.cfg);
   if (plugin.disk == NULL)
     return -1;
+  if (disk_read_only (plugin.disk))
+    fprintf (stderr, "nbdkit: stabledif: file=%s cannot be opened for "
+             "writing: serving it read-only\n", plugin.cfg.file);
 
   for (v = 0; v < STATS_VIEW_COUNT; ++v) {
     disk_profile (plugin.disk, (enum profile_view) v, &p);
@@ -439,10 +442,12 @@ stabledif_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
   return 0;
 }
 
+/* A file= store that could not be opened for writing serves a
+ * read-only disk (nbdkit then refuses writes, zeroes and trims). */
 static int
 stabledif_can_write (void *handle)
 {
-  return 1;
+  return !disk_read_only (plugin.disk);
 }
 
 static int

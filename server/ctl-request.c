@@ -190,6 +190,8 @@ verb_profile (struct disk *d, const struct request *r)
       json_object_set_new (reply, "nblocks", uint_json (d->nblocks)) == -1 ||
       json_object_set_new (reply, "store",
                            json_string (d->store->ops->name)) == -1 ||
+      json_object_set_new (reply, "read_only",
+                           json_boolean (disk_read_only (d))) == -1 ||
       json_object_set_new (reply, "views",
                            json_pack ("{s:o, s:o}",
                                       "data",
@@ -417,6 +419,9 @@ verb_inject (struct disk *d, const struct request *r)
   if (kind == DISK_INJECT_REF && f->type == PI_TYPE_3)
     return error_reply ("inject ref: format %s does not check the "
                         "ref tag", f->name);
+  if (disk_read_only (d))
+    return error_reply ("inject: the disk is read-only (its file= store "
+                        "could not be opened for writing)");
 
   errno = 0;
   if (disk_inject (d, kind, lba) == -1) {

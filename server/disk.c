@@ -257,7 +257,23 @@ check_request (struct disk *d, const struct disk_io *io, enum stats_op op,
     errno = EINVAL;
     return -1;
   }
+  /* nbdkit refuses these itself when can_write is false; this keeps a
+   * read-only store from being asked, whoever the caller is. */
+  if (op != STATS_OP_READ && op != STATS_OP_FLUSH && d->store->read_only) {
+    disk_error (&d->cfg, "%s view %s: the disk is read-only (file=%s "
+                "could not be opened for writing)",
+                profile_view_name (io->view), stats_op_name (op),
+                d->cfg.file ? d->cfg.file : "");
+    errno = EROFS;
+    return -1;
+  }
   return 0;
+}
+
+bool
+disk_read_only (const struct disk *d)
+{
+  return d->store->read_only;
 }
 
 /* Failed PI checks of one request: counted, recorded as events, and
@@ -848,6 +864,13 @@ disk_inject (struct disk *d, enum disk_inject_kind kind, uint64_t lba)
     disk_error (&d->cfg, "inject ref: %s does not check ref tags",
                 fmt->name);
     errno = EINVAL;
+    return -1;
+  }
+  if (d->store->read_only) {
+    disk_error (&d->cfg, "inject %s: the disk is read-only (file=%s could "
+                "not be opened for writing)", name,
+                d->cfg.file ? d->cfg.file : "");
+    errno = EROFS;
     return -1;
   }
 

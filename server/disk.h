@@ -67,6 +67,11 @@ void disk_close (struct disk *d);
  * for dif. */
 uint64_t disk_view_size (const struct disk *d, enum profile_view view);
 
+/* Whether the disk can only be read: its file= store could not be
+ * opened for writing.  Writes, zeroes, trims and injections then fail
+ * with EROFS. */
+bool disk_read_only (const struct disk *d);
+
 /* The profile of a view. */
 void disk_profile (const struct disk *d, enum profile_view view,
                    struct profile *out);

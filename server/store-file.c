@@ -25,6 +25,13 @@
  * (granule 1).  fdatasync covers every connection's writes (multi_conn).
  * An exclusive flock on PATH keeps a second server from opening the same
  * files.
+ *
+ * Read-only.  Existing files that cannot be opened for writing (EACCES,
+ * EPERM, EROFS: permissions, a read-only filesystem or snapshot) are
+ * opened read-only and the store says so (store->read_only): the plugin
+ * then serves a read-only disk, as nbdkit's file plugin does.  A shared
+ * flock lets several read-only servers share the files while keeping a
+ * writer out.
  */
 #include <config.h>
 
@@ -58,7 +65,8 @@ struct file_store {
   struct store s;               /* shared part; must be first */
   char *path;                   /* data file, as given by file= */
   char *pi_path;                /* PATH.pi */
-  int data_fd;                  /* PATH, open read-write, flock'ed */
+  int data_fd;                  /* PATH, open read-write (read-only when
+                                   s.read_only), flock'ed */
   int pi_fd;                    /* PATH.pi, or -1 when the tuple size is 0 */
   atomic_bool punch_ok;         /* fallocate(PUNCH_HOLE) works on these
                                    files (cleared on EOPNOTSUPP) */
@@ -276,6 +284,8 @@ file_flush (struct store *s)
 {
   struct file_store *fs = (struct file_store *) s;
 
+  if (s->read_only)
+    return 0;                   /* nothing was or can be written */
   if (fdatasync (fs->data_fd) == -1) {
     int e = errno;
     s->error ("file=%s: flushing %s: %s", fs->path, fs->path, strerror (e));
@@ -546,7 +556,16 @@ create_pi (struct file_store *fs, const struct store_file_hdr *h)
   return -1;
 }
 
-/* Open the existing PATH.pi of FS and check that its header records the
+/* Whether an open for writing that failed with ERR should be retried
+ * read-only: the file is there but not writable. */
+static bool
+open_read_only_instead (int err)
+{
+  return err == EACCES || err == EPERM || err == EROFS;
+}
+
+/* Open the existing PATH.pi of FS (read-only if fs->s.read_only; a
+ * PATH.pi that cannot be written makes the store read-only) and check that its header records the
  * geometry WANT and that both files have the sizes it implies.  Sets
  * fs->pi_fd.  Reports errors. */
 static int
@@ -560,7 +579,13 @@ open_pi (struct file_store *fs, const struct store_file_hdr *want,
   off_t pisize = pi_offset (fs, fs->s.geom.nblocks);
   ssize_t r;
 
-  fs->pi_fd = open (fs->pi_path, O_RDWR | O_CLOEXEC);
+  fs->pi_fd = open (fs->pi_path,
+                    (fs->s.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (fs->pi_fd == -1 && open_read_only_instead (errno)) {
+    /* Both files, or neither, are written. */
+    fs->pi_fd = open (fs->pi_path, O_RDONLY | O_CLOEXEC);
+    fs->s.read_only = fs->pi_fd >= 0;
+  }
   if (fs->pi_fd == -1) {
     fs->s.error ("file=%s: opening %s: %s", fs->path, fs->pi_path,
                  strerror (errno));
@@ -670,6 +695,14 @@ store_file_open (const struct store_geometry *g, const char *path,
     fs->data_fd = open (path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     created = fs->data_fd >= 0;
   }
+  if (fs->data_fd == -1 && open_read_only_instead (errno)) {
+    int rw_errno = errno;
+
+    fs->data_fd = open (path, O_RDONLY | O_CLOEXEC);
+    fs->s.read_only = fs->data_fd >= 0;
+    if (fs->data_fd == -1 && errno == ENOENT)
+      errno = rw_errno;         /* say why it could not be created */
+  }
   if (fs->data_fd == -1) {
     if (errno == ENOENT && pi_exists)
       error ("file=%s: %s exists but the data file %s does not; restore "
@@ -680,8 +713,10 @@ store_file_open (const struct store_geometry *g, const char *path,
     goto fail;
   }
 
-  /* One server per pair of files: a second one would tear blocks. */
-  if (flock (fs->data_fd, LOCK_EX | LOCK_NB) == -1) {
+  /* One server per pair of files: a second one would tear blocks.
+   * Read-only servers may share them. */
+  if (flock (fs->data_fd, (fs->s.read_only ? LOCK_SH : LOCK_EX) | LOCK_NB)
+      == -1) {
     if (errno == EWOULDBLOCK)
       error ("file=%s: in use by another process (it holds a lock on %s)",
              path, path);
@@ -703,6 +738,16 @@ store_file_open (const struct store_geometry *g, const char *path,
     if (open_pi (fs, &want, st.st_size) == -1)
       goto fail;
     return &fs->s;
+  }
+
+  /* No PATH.pi, and none can be made beside a read-only PATH. */
+  if (fs->s.read_only) {
+    error ("file=%s: %s cannot be opened for writing, and there is no %s "
+           "to serve it read-only with: a new disk, or an image adopted "
+           "as one, needs %s created once with write access",
+           path, path, fs->pi_path, fs->pi_path);
+    errno = EROFS;
+    goto fail;
   }
 
   /* No PATH.pi.  An empty PATH is a new disk; a PATH of exactly the

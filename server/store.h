@@ -87,6 +87,10 @@ struct store {
                                    range locks out to granules) */
   bool multi_conn;              /* a flush on one connection makes every
                                    connection's completed writes durable */
+  bool read_only;               /* the backend can only read (files that
+                                   cannot be opened for writing): write,
+                                   write_ext and zero must not be called,
+                                   flush has nothing to do */
   server_error_fn error;        /* where errors go */
 };
 
@@ -96,7 +100,11 @@ struct store *store_memory_open (const struct store_geometry *g,
 
 /* File: raw data in PATH, tuples in PATH.pi (DESIGN §5).  Creates the
  * files, or reopens them if their recorded geometry matches G; anything
- * else is an error that says what differs. */
+ * else is an error that says what differs.  Existing files that cannot
+ * be opened for writing (permissions, a read-only filesystem) give a
+ * read-only store, like nbdkit's file plugin; a read-only PATH without
+ * PATH.pi cannot be adopted (PATH.pi cannot be created) and is an
+ * error. */
 struct store *store_file_open (const struct store_geometry *g,
                                const char *path, server_error_fn error);
 

@@ -239,7 +239,11 @@ serve_killable () {
   done
   fail "nbdkit did not start"
 }
-stop_bg () { kill "$bg" 2>/dev/null || :; }
+# $bg is the shell running run_nbdkit, not nbdkit: stop nbdkit by its pid.
+stop_bg () {
+  if [ -s "${pidfile:-}" ]; then kill "$(cat "$pidfile")" 2>/dev/null || :; fi
+  kill "$bg" 2>/dev/null || :
+}
 
 fail () {
   echo "$0: FAIL: $*" >&2

@@ -210,6 +210,7 @@ START_TEST (test_profile)
   ck_assert_int_eq (jint (j, "nblocks", NULL), SIZE / INTERVAL);
   ck_assert_str_eq (json_string_value (json_object_get (j, "store")),
                     "memory");
+  ck_assert (json_is_false (json_object_get (j, "read_only")));
 
   ck_assert_str_eq (json_string_value (json_object_get (data, "profile")),
                     "stabledif/1 view=data format=T10-DIF-TYPE1-CRC "

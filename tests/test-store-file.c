@@ -8,6 +8,7 @@
  */
 #include <config.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -86,10 +89,14 @@ make_dir (void)
   reset_errors ();
 }
 
+static void undo_read_only (void);
+
 static void
 remove_dir (void)
 {
   char cmd[400];
+
+  undo_read_only ();            /* if a test stopped half-way */
 
   snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system (cmd) != 0)
@@ -234,6 +241,70 @@ raw_write (const char *p, const void *buf, size_t len, off_t off)
   ck_assert_int_ge (fd, 0);
   ck_assert_int_eq (pwrite (fd, buf, len, off), (ssize_t) len);
   close (fd);
+}
+
+/* ---- a read-only directory ---- */
+
+static bool ro_mounted;         /* DIR is bind-mounted read-only */
+static bool ro_chmodded;        /* DIR and its files lost their write bits */
+
+/* Make DIR and the files in it unwritable for this process: for root, a
+ * read-only bind mount of DIR in a private mount namespace (EROFS; the
+ * permission bits do not stop root); otherwise the permission bits
+ * (EACCES).  Returns the errno an open for writing now fails with, or 0
+ * if this process cannot do either (the caller skips). */
+static int
+make_read_only (void)
+{
+  /* (The type "none" is ignored by these mounts; valgrind wants one.) */
+  if (geteuid () == 0) {
+    if (unshare (CLONE_NEWNS) == -1 ||
+        mount ("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == -1 ||
+        mount (dir, dir, "none", MS_BIND, NULL) == -1)
+      return 0;
+    ro_mounted = true;
+    ck_assert_msg (mount ("none", dir, "none",
+                          MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) == 0,
+                   "remount %s read-only: %s", dir, strerror (errno));
+    return EROFS;
+  }
+  DIR *dp = opendir (dir);
+  struct dirent *e;
+  char p[600];
+
+  ck_assert_ptr_nonnull (dp);
+  while ((e = readdir (dp)) != NULL)
+    if (e->d_name[0] != '.') {
+      snprintf (p, sizeof p, "%s/%s", dir, e->d_name);
+      ck_assert_int_eq (chmod (p, 0444), 0);
+    }
+  closedir (dp);
+  ck_assert_int_eq (chmod (dir, 0555), 0);
+  ro_chmodded = true;
+  return EACCES;
+}
+
+static void
+undo_read_only (void)
+{
+  if (ro_mounted && umount2 (dir, MNT_DETACH) == -1)
+    fprintf (stderr, "umount %s: %s\n", dir, strerror (errno));
+  ro_mounted = false;
+  if (ro_chmodded)
+    (void) chmod (dir, 0700);
+  ro_chmodded = false;
+}
+
+/* The whole of file P (LEN bytes expected), for comparisons. */
+static uint8_t *
+slurp (const char *p, size_t len)
+{
+  uint8_t *buf = malloc (len);
+
+  ck_assert_ptr_nonnull (buf);
+  ck_assert_int_eq (stat_of (p).st_size, (off_t) len);
+  raw_read (p, buf, len, 0);
+  return buf;
 }
 
 /* ---- the header ---- */
@@ -739,6 +810,86 @@ START_TEST (test_lock)
 }
 END_TEST
 
+/* Files that cannot be opened for writing are served read-only, with
+ * their data and PI, and stay exactly as they were; a read-only image
+ * without PATH.pi and a new disk in a read-only directory are refused
+ * with the reason. */
+START_TEST (test_read_only)
+{
+  struct store_geometry g = geom ("T10-DIF-TYPE1-CRC", 512, 64);
+  const size_t dlen = 64 * 512, plen = STORE_FILE_HDR_SIZE + 64 * 8;
+  char raw[320], raw_pi[330], fresh[320];
+  uint8_t *data0, *pi0, *data1, *pi1;
+  struct store *s, *s2;
+  bool allocated;
+  uint64_t run;
+  int fd, err;
+
+  s = store_file_open (&g, path, capture_error);
+  ck_assert_ptr_nonnull (s);
+  ck_assert (!s->read_only);
+  write_blocks (s, 3, 5, 11, false);
+  s->ops->close (s);
+  snprintf (raw, sizeof raw, "%s/raw", dir);
+  snprintf (raw_pi, sizeof raw_pi, "%s.pi", raw);
+  snprintf (fresh, sizeof fresh, "%s/fresh", dir);
+  fd = open (raw, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  ck_assert_int_ge (fd, 0);
+  ck_assert_int_eq (ftruncate (fd, dlen), 0);
+  close (fd);
+  data0 = slurp (path, dlen);
+  pi0 = slurp (pi_path, plen);
+
+  err = make_read_only ();
+  if (err == 0) {
+    fprintf (stderr, "test_read_only: SKIPPED: cannot make %s read-only "
+             "(root without a private mount namespace)\n", dir);
+    free (data0);
+    free (pi0);
+    return;
+  }
+
+  s = store_file_open (&g, path, capture_error);
+  ck_assert_msg (s != NULL, "read-only open failed: %s", last_error);
+  ck_assert_int_eq (nerrors, 0);
+  ck_assert (s->read_only);
+  check_unwritten (s, 0, 3);
+  check_blocks (s, 3, 5, 11);
+  check_unwritten (s, 8, 56);
+  ck_assert_int_eq (s->ops->extent (s, 0, 64, &allocated, &run), 0);
+  ck_assert_int_eq (s->ops->flush (s), 0);
+  /* Read-only servers share the files. */
+  s2 = store_file_open (&g, path, capture_error);
+  ck_assert_ptr_nonnull (s2);
+  ck_assert (s2->read_only);
+  check_blocks (s2, 3, 5, 11);
+  s2->ops->close (s2);
+  s->ops->close (s);
+  ck_assert_int_eq (nerrors, 0);
+
+  /* An image without PATH.pi cannot be adopted read-only. */
+  expect_refused (store_file_open (&g, raw, capture_error),
+                  "cannot be opened for writing", "raw.pi", NULL);
+  ck_assert (!exists (raw_pi));
+  /* Nor can a new disk be made in a read-only directory. */
+  reset_errors ();
+  expect_refused (store_file_open (&g, fresh, capture_error),
+                  "fresh", strerror (err), NULL);
+  ck_assert (!exists (fresh));
+
+  /* Nothing changed. */
+  data1 = slurp (path, dlen);
+  pi1 = slurp (pi_path, plen);
+  ck_assert (memcmp (data0, data1, dlen) == 0);
+  ck_assert (memcmp (pi0, pi1, plen) == 0);
+  undo_read_only ();
+  free (data0);
+  free (pi0);
+  free (data1);
+  free (pi1);
+}
+END_TEST
+
 START_TEST (test_format_none)
 {
   struct store_geometry g = geom ("none", 4096, 64);
@@ -929,6 +1080,7 @@ store_file_suite (void)
   tcase_add_test (tc, test_damaged_files);
   tcase_add_test (tc, test_adopt);
   tcase_add_test (tc, test_lock);
+  tcase_add_test (tc, test_read_only);
   tcase_add_test (tc, test_format_none);
   tcase_add_test (tc, test_sparse_16t);
   tcase_add_test (tc, test_threads);
