@@ -13,15 +13,13 @@
 struct stabledif_handle *
 stabledif_create (void)
 {
+  const size_t align = _Alignof (struct stabledif_handle);
   struct stabledif_handle *h;
   unsigned i;
 
   /* Aligned as its connections are (see struct io_conn); aligned_alloc
-   * wants a multiple of the alignment. */
-  h = aligned_alloc (_Alignof (struct stabledif_handle),
-                     (sizeof *h + _Alignof (struct stabledif_handle) - 1) /
-                     _Alignof (struct stabledif_handle) *
-                     _Alignof (struct stabledif_handle));
+   * wants a size that is a multiple of the alignment. */
+  h = aligned_alloc (align, (sizeof *h + align - 1) / align * align);
   if (h == NULL) {
     error_set (errno, "stabledif_create: %s", strerror (errno));
     return NULL;

@@ -230,9 +230,21 @@ unlock_blocks (struct disk *d, struct range_held *h)
   errno = e;
 }
 
+/* Report that WHAT cannot be done on a read-only disk; -1 with errno
+ * EROFS. */
+static int
+refuse_read_only (struct disk *d, const char *what)
+{
+  disk_error (&d->cfg, "%s: the disk is read-only (file=%s could not be "
+              "opened for writing)", what, d->cfg.file ? d->cfg.file : "");
+  errno = EROFS;
+  return -1;
+}
+
 /* Check that [OFFSET, OFFSET+COUNT) lies inside the view and, on the dif
  * view (and for whole-block operations), that it is made of whole
- * blocks.  Reports and returns -1 with errno EINVAL otherwise. */
+ * blocks (-1 with errno EINVAL otherwise), and that a read-only disk is
+ * only read or flushed (-1 with errno EROFS).  Reports the error. */
 static int
 check_request (struct disk *d, const struct disk_io *io, enum stats_op op,
                uint64_t count, uint64_t offset)
@@ -260,12 +272,11 @@ check_request (struct disk *d, const struct disk_io *io, enum stats_op op,
   /* nbdkit refuses these itself when can_write is false; this keeps a
    * read-only store from being asked, whoever the caller is. */
   if (op != STATS_OP_READ && op != STATS_OP_FLUSH && d->store->read_only) {
-    disk_error (&d->cfg, "%s view %s: the disk is read-only (file=%s "
-                "could not be opened for writing)",
-                profile_view_name (io->view), stats_op_name (op),
-                d->cfg.file ? d->cfg.file : "");
-    errno = EROFS;
-    return -1;
+    char what[64];
+
+    snprintf (what, sizeof what, "%s view %s", profile_view_name (io->view),
+              stats_op_name (op));
+    return refuse_read_only (d, what);
   }
   return 0;
 }
@@ -867,11 +878,10 @@ disk_inject (struct disk *d, enum disk_inject_kind kind, uint64_t lba)
     return -1;
   }
   if (d->store->read_only) {
-    disk_error (&d->cfg, "inject %s: the disk is read-only (file=%s could "
-                "not be opened for writing)", name,
-                d->cfg.file ? d->cfg.file : "");
-    errno = EROFS;
-    return -1;
+    char what[64];
+
+    snprintf (what, sizeof what, "inject %s", name);
+    return refuse_read_only (d, what);
   }
 
   lock_blocks (d, &h, lba, 1, true);

@@ -565,9 +565,9 @@ open_read_only_instead (int err)
 }
 
 /* Open the existing PATH.pi of FS (read-only if fs->s.read_only; a
- * PATH.pi that cannot be written makes the store read-only) and check that its header records the
- * geometry WANT and that both files have the sizes it implies.  Sets
- * fs->pi_fd.  Reports errors. */
+ * PATH.pi that cannot be written makes the store read-only) and check
+ * that its header records the geometry WANT and that both files have the
+ * sizes it implies.  Sets fs->pi_fd.  Reports errors. */
 static int
 open_pi (struct file_store *fs, const struct store_file_hdr *want,
          uint64_t data_size)

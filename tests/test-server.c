@@ -25,6 +25,7 @@
 
 #include "disk.h"
 #include "pi.h"
+#include "ro-path.h"
 
 /* ---- helpers ---- */
 
@@ -1058,6 +1059,79 @@ START_TEST (inject_format_none)
 }
 END_TEST
 
+/* ---- a read-only file= store ---- */
+
+/* A disk whose file= store cannot be opened for writing reads as it was
+ * written; every request that would change it fails with EROFS and one
+ * error naming the view, the operation and the file; flush works; the
+ * stored data and PI are byte for byte what they were. */
+START_TEST (read_only_file_store)
+{
+  const char *t = getenv ("TMPDIR");
+  char dir[256], file[300], cmd[400];
+  struct disk_config cfg;
+  struct image before;
+  struct disk *d;
+  uint8_t *ext, *buf;
+  int err;
+
+  snprintf (dir, sizeof dir, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
+  ck_assert_ptr_nonnull (mkdtemp (dir));
+  snprintf (file, sizeof file, "%s/disk", dir);
+  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
+  base_config (&cfg, "T10-DIF-TYPE1-CRC", 512, 32);
+  cfg.file = file;
+  d = open_config (&cfg);
+  ck_assert (!disk_read_only (d));
+  ext = make_ext (d, 4, 6, 77);
+  must_write (d, &io_dif, ext, 4 * EXT (d), 6 * EXT (d));
+  disk_close (d);
+
+  err = ro_path_make (dir);
+  if (err == 0) {
+    fprintf (stderr, "read_only_file_store: SKIPPED: cannot make %s "
+             "read-only (root without a private mount namespace)\n", dir);
+    free (ext);
+    ck_assert_int_eq (system (cmd), 0);
+    return;
+  }
+  d = open_config (&cfg);
+  ck_assert (disk_read_only (d));
+  image_take (d, &before);
+  buf = must_read (d, &io_dif, 4 * EXT (d), 6 * EXT (d));
+  ck_assert (memcmp (buf, ext, 6 * EXT (d)) == 0);
+  free (buf);
+  expect_valid_pi (d, 4, 6);
+
+  errors_reset ();
+  ck_assert_int_eq (disk_pwrite (d, &io_dif, ext, 6 * EXT (d), 10 * EXT (d),
+                                 false), -1);
+  ck_assert_int_eq (errno, EROFS);
+  expect_one_error ("dif view write", "read-only", file, NULL);
+  ck_assert_int_eq (disk_pwrite (d, &io_data, ext, 100, 7, true), -1);
+  ck_assert_int_eq (errno, EROFS);
+  expect_one_error ("data view write", "read-only", file, NULL);
+  ck_assert_int_eq (disk_zero (d, &io_data, IV (d), 4 * IV (d), false), -1);
+  ck_assert_int_eq (errno, EROFS);
+  expect_one_error ("data view zero", "read-only", NULL);
+  ck_assert_int_eq (disk_trim (d, &io_dif, EXT (d), 5 * EXT (d), false), -1);
+  ck_assert_int_eq (errno, EROFS);
+  expect_one_error ("dif view trim", "read-only", NULL);
+  ck_assert_int_eq (disk_inject (d, DISK_INJECT_GUARD, 5), -1);
+  ck_assert_int_eq (errno, EROFS);
+  expect_one_error ("inject guard", "read-only", file, NULL);
+  ck_assert_int_eq (disk_flush (d, &io_data), 0);
+  ck_assert_int_eq (nr_errors, 0);
+  image_same (d, &before);
+
+  image_free (&before);
+  free (ext);
+  disk_close (d);
+  ro_path_undo ();
+  ck_assert_int_eq (system (cmd), 0);
+}
+END_TEST
+
 /* ---- format none ---- */
 
 START_TEST (format_none_views)
@@ -1564,6 +1638,7 @@ server_suite (void)
   tc = tcase_create ("config");
   tcase_add_test (tc, config_errors);
   tcase_add_test (tc, events_file_unwritable);
+  tcase_add_test (tc, read_only_file_store);
   suite_add_tcase (s, tc);
 
   tc = tcase_create ("stats");

@@ -8,7 +8,6 @@
  */
 #include <config.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,8 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -27,6 +24,7 @@
 #include <check.h>
 
 #include "pi.h"
+#include "ro-path.h"
 #include "store.h"
 #include "store-file-hdr.h"
 
@@ -89,14 +87,12 @@ make_dir (void)
   reset_errors ();
 }
 
-static void undo_read_only (void);
-
 static void
 remove_dir (void)
 {
   char cmd[400];
 
-  undo_read_only ();            /* if a test stopped half-way */
+  ro_path_undo ();              /* if a test stopped half-way */
 
   snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system (cmd) != 0)
@@ -243,57 +239,7 @@ raw_write (const char *p, const void *buf, size_t len, off_t off)
   close (fd);
 }
 
-/* ---- a read-only directory ---- */
-
-static bool ro_mounted;         /* DIR is bind-mounted read-only */
-static bool ro_chmodded;        /* DIR and its files lost their write bits */
-
-/* Make DIR and the files in it unwritable for this process: for root, a
- * read-only bind mount of DIR in a private mount namespace (EROFS; the
- * permission bits do not stop root); otherwise the permission bits
- * (EACCES).  Returns the errno an open for writing now fails with, or 0
- * if this process cannot do either (the caller skips). */
-static int
-make_read_only (void)
-{
-  /* (The type "none" is ignored by these mounts; valgrind wants one.) */
-  if (geteuid () == 0) {
-    if (unshare (CLONE_NEWNS) == -1 ||
-        mount ("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == -1 ||
-        mount (dir, dir, "none", MS_BIND, NULL) == -1)
-      return 0;
-    ro_mounted = true;
-    ck_assert_msg (mount ("none", dir, "none",
-                          MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) == 0,
-                   "remount %s read-only: %s", dir, strerror (errno));
-    return EROFS;
-  }
-  DIR *dp = opendir (dir);
-  struct dirent *e;
-  char p[600];
-
-  ck_assert_ptr_nonnull (dp);
-  while ((e = readdir (dp)) != NULL)
-    if (e->d_name[0] != '.') {
-      snprintf (p, sizeof p, "%s/%s", dir, e->d_name);
-      ck_assert_int_eq (chmod (p, 0444), 0);
-    }
-  closedir (dp);
-  ck_assert_int_eq (chmod (dir, 0555), 0);
-  ro_chmodded = true;
-  return EACCES;
-}
-
-static void
-undo_read_only (void)
-{
-  if (ro_mounted && umount2 (dir, MNT_DETACH) == -1)
-    fprintf (stderr, "umount %s: %s\n", dir, strerror (errno));
-  ro_mounted = false;
-  if (ro_chmodded)
-    (void) chmod (dir, 0700);
-  ro_chmodded = false;
-}
+/* ---- reading files whole ---- */
 
 /* The whole of file P (LEN bytes expected), for comparisons. */
 static uint8_t *
@@ -840,14 +786,29 @@ START_TEST (test_read_only)
   data0 = slurp (path, dlen);
   pi0 = slurp (pi_path, plen);
 
-  err = make_read_only ();
+  /* Only PATH.pi unwritable: the store is read-only as a whole (both
+   * files are written, or neither). */
+  err = ro_path_make (pi_path);
   if (err == 0) {
     fprintf (stderr, "test_read_only: SKIPPED: cannot make %s read-only "
-             "(root without a private mount namespace)\n", dir);
+             "(root without a private mount namespace)\n", pi_path);
     free (data0);
     free (pi0);
     return;
   }
+  s = store_file_open (&g, path, capture_error);
+  ck_assert_msg (s != NULL, "open with a read-only PATH.pi failed: %s",
+                 last_error);
+  ck_assert_int_eq (nerrors, 0);
+  ck_assert (s->read_only);
+  check_blocks (s, 3, 5, 11);
+  ck_assert_int_eq (s->ops->flush (s), 0);
+  s->ops->close (s);
+  ro_path_undo ();
+
+  /* The whole directory unwritable. */
+  err = ro_path_make (dir);
+  ck_assert_int_ne (err, 0);
 
   s = store_file_open (&g, path, capture_error);
   ck_assert_msg (s != NULL, "read-only open failed: %s", last_error);
@@ -882,7 +843,7 @@ START_TEST (test_read_only)
   pi1 = slurp (pi_path, plen);
   ck_assert (memcmp (data0, data1, dlen) == 0);
   ck_assert (memcmp (pi0, pi1, plen) == 0);
-  undo_read_only ();
+  ro_path_undo ();
   free (data0);
   free (pi0);
   free (data1);
