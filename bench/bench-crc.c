@@ -16,6 +16,10 @@
  *       its own, against isa-l's crc64_jones_refl (another reflected
  *       CRC-64, isa-l's best code for this CPU).  Target: crc64_nvme >=
  *       0.5x jones.
+ *   (c) for information: copy and guards in one pass against a copy and
+ *       a separate pass -- pi_verify_split_ext against pi_verify_ext then
+ *       pi_split_ext (the client's read path), pi_generate_copy against
+ *       memcpy then pi_generate_sep (a snapshot).
  *
  * Each figure is the best of several timed rounds, the candidates of one
  * comparison measured alternately so that a frequency change or a noisy
@@ -70,6 +74,8 @@ struct bufs {
   uint8_t *pi;                  /* nblocks * tuple, separate layout */
   uint8_t *ext;                 /* nblocks * (interval + tuple) */
   uint16_t *guards;             /* nblocks CRC-16s (crc16_t10dif_blocks) */
+  uint8_t *out;                 /* nblocks * interval: where (c) copies */
+  uint8_t *out_pi;              /* nblocks * tuple: where (c) puts tuples */
 };
 
 static double
@@ -249,6 +255,8 @@ bufs_init (struct bufs *b, const char *format, uint32_t interval,
   b->pi = xmalloc (b->nblocks * b->p.format->tuple_size);
   b->ext = xmalloc (b->nblocks * pi_ext_size (&b->p));
   b->guards = xmalloc (b->nblocks * sizeof *b->guards);
+  b->out = xmalloc (b->nblocks * interval);
+  b->out_pi = xmalloc (b->nblocks * b->p.format->tuple_size);
   srand (1);
   for (i = 0; i < b->nblocks * interval; i++)
     b->data[i] = (uint8_t) rand ();
@@ -269,6 +277,8 @@ bufs_free (struct bufs *b)
   free (b->pi);
   free (b->ext);
   free (b->guards);
+  free (b->out);
+  free (b->out_pi);
 }
 
 static double
@@ -292,6 +302,75 @@ report (const struct candidate *c, const struct candidate *base,
     printf (" target >= %.1fx: %s", target, ok ? "met" : "MISSED");
   printf ("\n");
   return ok;
+}
+
+/* ---- (c) copy and guards (the client's read path and snapshots) ---- */
+
+/* The read path before one pass: verify the extended buffer, then split
+ * it into packed data and tuples. */
+static uint64_t
+verify_then_split (void *ctx)
+{
+  struct bufs *b = ctx;
+  uint64_t r;
+
+  r = pi_verify_ext (&b->p, b->ext, b->nblocks, 0, NULL, NULL, NULL);
+  pi_split_ext (&b->p, b->ext, b->out, b->out_pi, b->nblocks);
+  return r + b->out[0];
+}
+
+static uint64_t
+verify_split (void *ctx)
+{
+  struct bufs *b = ctx;
+
+  return pi_verify_split_ext (&b->p, b->ext, b->out, b->out_pi, b->nblocks,
+                              0, NULL, NULL, NULL) + b->out[0];
+}
+
+/* A snapshot before one pass: copy, then generate over the copy. */
+static uint64_t
+copy_then_generate (void *ctx)
+{
+  struct bufs *b = ctx;
+
+  memcpy (b->out, b->data, b->nblocks * b->p.interval);
+  pi_generate_sep (&b->p, b->out, b->out_pi, b->nblocks, 0);
+  return b->out_pi[0];
+}
+
+static uint64_t
+generate_copy (void *ctx)
+{
+  struct bufs *b = ctx;
+
+  pi_generate_copy (&b->p, b->data, b->out, b->p.interval, b->out_pi,
+                    b->p.format->tuple_size, b->nblocks, 0);
+  return b->out_pi[0];
+}
+
+static void
+bench_copy (uint32_t interval, const struct options *o)
+{
+  struct bufs b;
+
+  bufs_init (&b, "T10-DIF-TYPE1-CRC", interval, o->bytes);
+  printf ("(c) T10-DIF-TYPE1-CRC copy and guards in one pass, interval %"
+          PRIu32 ", %zu blocks (for information):\n", interval, b.nblocks);
+  {
+    struct candidate c[] = {
+      { "pi_verify_ext + pi_split_ext", verify_then_split, &b, 0 },
+      { "pi_verify_split_ext", verify_split, &b, 0 },
+      { "memcpy + pi_generate_sep", copy_then_generate, &b, 0 },
+      { "pi_generate_copy", generate_copy, &b, 0 },
+    };
+    measure (c, 4, b.nblocks * interval, o);
+    report (&c[0], &c[0], 0);
+    report (&c[1], &c[0], 0);
+    report (&c[2], &c[2], 0);
+    report (&c[3], &c[2], 0);
+  }
+  bufs_free (&b);
 }
 
 static bool
@@ -536,6 +615,8 @@ main (int argc, char *argv[])
   ok &= bench_verify (4096, &o);
   bench_verify_crc64 (&o);
   ok &= bench_crc64 (&o);
+  bench_copy (512, &o);
+  bench_copy (4096, &o);
   printf ("\n%s\n", ok ? "all targets met" : "some targets MISSED");
   return o.check && !ok ? 1 : 0;
 }

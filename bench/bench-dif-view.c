@@ -310,12 +310,16 @@ sd_run_chained (struct side *s, const struct options *o, bool write,
     deadline.tv_nsec = (long) ((end - (double) deadline.tv_sec) * 1e9);
   }
   pthread_mutex_lock (&s->lock);
-  /* A timed round: until the deadline (or a failure); then let what is
-   * in flight finish. */
-  while (secs > 0 && !atomic_load (&s->stop) &&
-         pthread_cond_timedwait (&s->cond, &s->lock, &deadline) == 0)
-    ;
-  atomic_store (&s->stop, true);
+  /* A timed round: until the deadline (or a failure); then stop the chain
+   * and let what is in flight finish.  One pass (SECS 0): the chain stops
+   * by itself at the end of the span (chain_next), so only wait for it;
+   * stopping it here would write only the first DEPTH requests. */
+  if (secs > 0) {
+    while (!atomic_load (&s->stop) &&
+           pthread_cond_timedwait (&s->cond, &s->lock, &deadline) == 0)
+      ;
+    atomic_store (&s->stop, true);
+  }
   while (atomic_load (&s->chained) > 0)
     pthread_cond_wait (&s->cond, &s->lock);
   failed = s->failed;

@@ -147,8 +147,10 @@ uint64_t layout_recheck (const struct pi_params *p, const uint8_t *tuples,
                          layout_mismatch_fn fn, void *opaque);
 
 /* Read side: verify NBLOCKS extended blocks at EXT (the first at LBA),
- * calling FN for each failed block, then split them into DATA and (if
- * not NULL) packed tuples at PI.  Returns the number of failed blocks. */
+ * calling FN for each failed block, and split them into DATA and (if
+ * not NULL) packed tuples at PI, in one pass over EXT (every block's
+ * data is copied, failed or not).  Returns the number of failed
+ * blocks. */
 uint64_t layout_split (const struct pi_params *p, const uint8_t *ext,
                        uint8_t *data, uint8_t *pi, uint64_t nblocks,
                        uint64_t lba, struct pi_verify_stats *stats,

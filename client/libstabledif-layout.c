@@ -6,7 +6,8 @@
  * have changed, the guard of what is actually copied is recomputed in the
  * same pass, so that the client catches the change too; otherwise it can
  * be recomputed over the sent blocks after the device rejected them.
- * Read side: verify, then split.  Buffers may start at any address.
+ * Read side: verify and split in one pass.  Buffers may start at any
+ * address.
  */
 #include <config.h>
 
@@ -27,9 +28,8 @@ layout_chunk_bytes (uint64_t max_request, uint32_t ext_size)
   return n * ext_size;
 }
 
-/* Copy-and-checksum works on this many blocks at a time: the copies are
- * still in cache when their guards are computed (pi.c computes the
- * guards of a batch of blocks in one call). */
+/* The copy-out check works on this many blocks at a time (their guards
+ * on the stack). */
 #define LAYOUT_BATCH 16
 
 void
@@ -38,13 +38,10 @@ layout_generate (const struct pi_params *p, const uint8_t *src,
                  uint64_t nblocks, uint64_t lba)
 {
   const struct pi_format *f = p->format;
-  const uint32_t iv = p->interval;
-  const unsigned ts = f->tuple_size;
-  uint64_t i, n;
 
   if (f->guard == PI_GUARD_NONE) {
     if (copy)
-      memcpy (copy, src, nblocks * iv);
+      memcpy (copy, src, nblocks * p->interval);
     return;
   }
   if (copy == NULL) {
@@ -52,12 +49,9 @@ layout_generate (const struct pi_params *p, const uint8_t *src,
     pi_generate_sep_stream (p, src, tuples, nblocks, lba);
     return;
   }
-  /* The guard of what was copied: copy a batch, then checksum the copy. */
-  for (i = 0; i < nblocks; i += n) {
-    n = nblocks - i < LAYOUT_BATCH ? nblocks - i : LAYOUT_BATCH;
-    memcpy (copy + i * iv, src + i * iv, n * iv);
-    pi_generate_sep (p, copy + i * iv, tuples + i * ts, n, lba + i);
-  }
+  /* The guards of what was copied, in the same pass. */
+  pi_generate_copy (p, src, copy, p->interval, tuples, f->tuple_size,
+                    nblocks, lba);
 }
 
 void
@@ -67,19 +61,13 @@ layout_generate_ext (const struct pi_params *p, const uint8_t *src,
   const struct pi_format *f = p->format;
   const uint32_t iv = p->interval;
   const uint32_t es = iv + f->tuple_size;
-  uint64_t i, j, n;
 
   if (f->guard == PI_GUARD_NONE) {
     memcpy (ext, src, nblocks * iv);
     return;
   }
   /* As layout_generate: the guards are those of the copies. */
-  for (i = 0; i < nblocks; i += n) {
-    n = nblocks - i < LAYOUT_BATCH ? nblocks - i : LAYOUT_BATCH;
-    for (j = i; j < i + n; ++j)
-      memcpy (ext + j * es, src + j * iv, iv);
-    pi_generate_ext (p, ext + i * es, n, lba + i);
-  }
+  pi_generate_copy (p, src, ext, es, ext + iv, es, nblocks, lba);
 }
 
 uint64_t
@@ -91,7 +79,8 @@ layout_join (const struct pi_params *p, const uint8_t *src,
   const uint32_t iv = p->interval;
   const unsigned ts = f->tuple_size;
   const uint32_t es = iv + ts;
-  uint64_t i, n = 0;
+  uint64_t sent[LAYOUT_BATCH];
+  uint64_t i, j, b, n = 0;
 
   if (f->guard == PI_GUARD_NONE) {
     memcpy (ext, src, nblocks * iv);
@@ -102,20 +91,22 @@ layout_join (const struct pi_params *p, const uint8_t *src,
     return 0;
   }
 
-  for (i = 0; i < nblocks; ++i) {
-    uint8_t *e = ext + i * es;
-    const uint8_t *tp = tuples + i * ts;
-    struct pi_tuple t;
-    uint64_t sent;
+  for (i = 0; i < nblocks; i += b) {
+    b = nblocks - i < LAYOUT_BATCH ? nblocks - i : LAYOUT_BATCH;
+    /* The guards of exactly the bytes that go on the wire, computed in
+     * the pass that copies them. */
+    pi_guards_copy (f, ext + i * es, es, src + i * iv, iv, iv, b, sent);
+    for (j = i; j < i + b; ++j) {
+      const uint8_t *tp = tuples + j * ts;
+      struct pi_tuple t;
 
-    /* The guard of exactly the bytes that go on the wire. */
-    sent = pi_guard_copy (f, e, src + i * iv, iv);
-    memcpy (e + iv, tp, ts);
-    pi_tuple_decode (f, tp, &t);
-    if (sent != t.guard) {
-      n++;
-      if (fn)
-        fn (opaque, i, t.guard, sent);
+      memcpy (ext + j * es + iv, tp, ts);
+      pi_tuple_decode (f, tp, &t);
+      if (sent[j - i] != t.guard) {
+        n++;
+        if (fn)
+          fn (opaque, j, t.guard, sent[j - i]);
+      }
     }
   }
   return n;
@@ -153,9 +144,7 @@ layout_split (const struct pi_params *p, const uint8_t *ext,
               uint8_t *data, uint8_t *pi, uint64_t nblocks, uint64_t lba,
               struct pi_verify_stats *stats, pi_error_fn fn, void *opaque)
 {
-  uint64_t failed;
-
-  failed = pi_verify_ext (p, ext, nblocks, lba, stats, fn, opaque);
-  pi_split_ext (p, ext, data, pi, nblocks);
-  return failed;
+  /* One pass: the guards are computed while the data is copied out. */
+  return pi_verify_split_ext (p, ext, data, pi, nblocks, lba, stats, fn,
+                              opaque);
 }

@@ -10,7 +10,10 @@
  *                                 four blocks side by side, one 512-bit
  *                                 register each, the four final Barrett
  *                                 reductions done in one 512-bit register.
- * crc16_t10dif_blocks picks the widest one the CPU has at run time.  The
+ * crc16_t10dif_blocks picks the widest one the CPU has at run time.
+ * crc16_t10dif_blocks_copy and its three versions are the same code with
+ * a store of every load (a NULL destination in the plain versions, a
+ * constant after inlining, leaves no trace of the copy there).  The
  * two folding versions take lengths that are a multiple of 16 and give
  * other lengths, and a lone last block, to isa-l.
  *
@@ -88,6 +91,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <isa-l/crc.h>
 
@@ -123,6 +127,24 @@ crc16_t10dif_blocks_isal (const void *buf, size_t stride, size_t len,
     out[i] = crc16_t10dif (0, p, len);
 }
 
+void
+crc16_t10dif_blocks_copy_isal (void *dst, size_t dstride, const void *src,
+                               size_t sstride, size_t len, size_t nblocks,
+                               uint16_t *out)
+{
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  size_t i;
+
+  /* The CRC of the copy, not of SRC, which may be changing meanwhile (a
+   * caller's buffer under policy snapshot): the copy is what the guard
+   * must describe, and it is in cache right after memcpy. */
+  for (i = 0; i < nblocks; i++, d += dstride, s += sstride) {
+    memcpy (d, s, len);
+    out[i] = crc16_t10dif (0, d, len);
+  }
+}
+
 #if CRC16_HAVE_X86
 
 /* Fold constants: K_n = x^n mod P (see the top comment). */
@@ -140,29 +162,43 @@ crc16_t10dif_blocks_isal (const void *buf, size_t stride, size_t len,
 #define K_16  UINT64_C(0x8bb7)  /* end): H, L; K_16 is also P - x^16 */
 #define MU    UINT64_C(0xf65a57f81d33a48a) /* mu' = floor(x^80/P) - x^64 */
 
-/* The body of both entry points, with GROUP the group function of their
+/* The body of the entry points, with GROUP the group function of their
  * width: whole groups, then the last two or three blocks as a smaller
  * group, a lone last block to isa-l (see CRC16_GROUP); lengths the
- * folding code does not take go to isa-l.  (A macro, not a function
- * taking GROUP, so that each group function is inlined with a constant
- * block count under its own target attribute.) */
-#define CRC16_BY_GROUPS(group)                                          \
+ * folding code does not take go to isa-l.  D is the destination of the
+ * copy, or NULL for no copy (a constant in the entry points that do not
+ * copy, so that their group code has no trace of it).  (A macro, not a
+ * function taking GROUP, so that each group function is inlined with a
+ * constant block count under its own target attribute.) */
+#define CRC16_BY_GROUPS(group, d, dstride, s, sstride)                  \
   do {                                                                  \
-    const unsigned char *p_ = buf;                                      \
+    unsigned char *d_ = (d);                                            \
+    const unsigned char *s_ = (s);                                      \
                                                                         \
     if (len == 0 || len % 16 != 0) {                                    \
-      crc16_t10dif_blocks_isal (buf, stride, len, nblocks, out);        \
+      if (d_)                                                           \
+        crc16_t10dif_blocks_copy_isal (d_, (dstride), s_, (sstride),    \
+                                       len, nblocks, out);              \
+      else                                                              \
+        crc16_t10dif_blocks_isal (s_, (sstride), len, nblocks, out);    \
       return;                                                           \
     }                                                                   \
     for (; nblocks >= CRC16_GROUP; nblocks -= CRC16_GROUP) {            \
-      group (p_, stride, len, CRC16_GROUP, out);                        \
-      p_ += CRC16_GROUP * stride;                                       \
+      group (d_, (dstride), s_, (sstride), len, CRC16_GROUP, out);      \
+      if (d_)                                                           \
+        d_ += CRC16_GROUP * (dstride);                                  \
+      s_ += CRC16_GROUP * (sstride);                                    \
       out += CRC16_GROUP;                                               \
     }                                                                   \
     switch (nblocks) {                                                  \
-    case 3: group (p_, stride, len, 3, out); break;                     \
-    case 2: group (p_, stride, len, 2, out); break;                     \
-    case 1: out[0] = crc16_t10dif (0, p_, len); break;                  \
+    case 3: group (d_, (dstride), s_, (sstride), len, 3, out); break;   \
+    case 2: group (d_, (dstride), s_, (sstride), len, 2, out); break;   \
+    case 1:                                                             \
+      if (d_)                                                           \
+        crc16_t10dif_blocks_copy_isal (d_, 0, s_, 0, len, 1, out);      \
+      else                                                              \
+        out[0] = crc16_t10dif (0, s_, len);                             \
+      break;                                                            \
     default: break;                                                     \
     }                                                                   \
   } while (0)
@@ -185,14 +221,19 @@ fold_constants (uint64_t kh, uint64_t kl)
   return _mm_set_epi64x ((long long) kh, (long long) kl);
 }
 
-/* 16 message bytes at P as a polynomial (bit k for x^k): byte-reversed. */
+/* 16 message bytes at P as a polynomial (bit k for x^k): byte-reversed.
+ * With D not NULL, the 16 bytes loaded are also stored at D: the copy and
+ * the CRC then have the same bytes even if P changes meanwhile. */
 CRC16_CLMUL_TARGET static inline __m128i
-load_msg (const unsigned char *p)
+load_msg (const unsigned char *p, unsigned char *d)
 {
   const __m128i rev = _mm_set_epi8 (0, 1, 2, 3, 4, 5, 6, 7,
                                     8, 9, 10, 11, 12, 13, 14, 15);
+  const __m128i raw = _mm_loadu_si128 ((const __m128i *) p);
 
-  return _mm_shuffle_epi8 (_mm_loadu_si128 ((const __m128i *) p), rev);
+  if (d)
+    _mm_storeu_si128 ((__m128i *) d, raw);
+  return _mm_shuffle_epi8 (raw, rev);
 }
 
 /* The CRC of a message whose folded remainder is A: A * x^16 mod P, by a
@@ -211,11 +252,17 @@ clmul_reduce (__m128i a)
   return (uint16_t) _mm_cvtsi128_si32 (t);
 }
 
+/* The address of byte OFF of block B of a copy at D (NULL: no copy). */
+#define CRC16_DST(d, dstride, b, off) \
+  ((d) ? (d) + (b) * (dstride) + (off) : NULL)
+
 /* The CRCs of NB (2..CRC16_GROUP, a constant after inlining) blocks at P,
  * P + STRIDE, ...  of LEN bytes (a multiple of 16, at least 16), one
- * 128-bit register per block, all moving through the same loop. */
+ * 128-bit register per block, all moving through the same loop; with D
+ * not NULL every block is also copied to D, D + DSTRIDE, ... */
 CRC16_CLMUL_TARGET static inline __attribute__ ((always_inline)) void
-clmul_group (const unsigned char *p, size_t stride, size_t len, size_t nb,
+clmul_group (unsigned char *d, size_t dstride,
+             const unsigned char *p, size_t stride, size_t len, size_t nb,
              uint16_t *out)
 {
   __m128i x[CRC16_GROUP], k;
@@ -223,12 +270,14 @@ clmul_group (const unsigned char *p, size_t stride, size_t len, size_t nb,
 
   CRC16_EACH_BLOCK
   for (b = 0; b < nb; b++)
-    x[b] = load_msg (p + b * stride);
+    x[b] = load_msg (p + b * stride, CRC16_DST (d, dstride, b, 0));
   k = fold_constants (K_192, K_128);
   for (off = 16; off < len; off += 16)
     CRC16_EACH_BLOCK
     for (b = 0; b < nb; b++)
-      x[b] = _mm_xor_si128 (fold (x[b], k), load_msg (p + b * stride + off));
+      x[b] = _mm_xor_si128 (fold (x[b], k),
+                            load_msg (p + b * stride + off,
+                                      CRC16_DST (d, dstride, b, off)));
   CRC16_EACH_BLOCK
   for (b = 0; b < nb; b++)
     out[b] = clmul_reduce (x[b]);
@@ -238,7 +287,15 @@ CRC16_CLMUL_TARGET void
 crc16_t10dif_blocks_clmul (const void *buf, size_t stride, size_t len,
                            size_t nblocks, uint16_t *out)
 {
-  CRC16_BY_GROUPS (clmul_group);
+  CRC16_BY_GROUPS (clmul_group, NULL, 0, buf, stride);
+}
+
+CRC16_CLMUL_TARGET void
+crc16_t10dif_blocks_copy_clmul (void *dst, size_t dstride, const void *src,
+                                size_t sstride, size_t len, size_t nblocks,
+                                uint16_t *out)
+{
+  CRC16_BY_GROUPS (clmul_group, dst, dstride, src, sstride);
 }
 
 int
@@ -273,6 +330,17 @@ fold_constants512 (uint64_t kh, uint64_t kl)
                            (long long) kh, (long long) kl);
 }
 
+/* 64 bytes at P, stored at D too unless D is NULL (see load_msg). */
+CRC16_VPCLMUL_TARGET static inline __m512i
+load512 (const unsigned char *p, unsigned char *d)
+{
+  const __m512i raw = _mm512_loadu_si512 (p);
+
+  if (d)
+    _mm512_storeu_si512 (d, raw);
+  return raw;
+}
+
 /* Byte-reverse every 16-byte lane (see "Bit order"). */
 CRC16_VPCLMUL_TARGET static inline __m512i
 rev512 (__m512i z)
@@ -288,9 +356,12 @@ rev512 (__m512i z)
  * 512-bit register per block.  A LEN that is not a multiple of 64 starts
  * with zeros: the first LEN % 64 bytes go to the last lanes of the first
  * register (an expanding load, which reads only those bytes), the lanes
- * before them are zero -- leading zeros do not change the CRC. */
+ * before them are zero -- leading zeros do not change the CRC.  With D
+ * not NULL every block is also copied to D, D + DSTRIDE, ...  (the head
+ * by a compressing store of the same lanes). */
 CRC16_VPCLMUL_TARGET static inline __attribute__ ((always_inline)) void
-vpclmul_group (const unsigned char *p, size_t stride, size_t len, size_t nb,
+vpclmul_group (unsigned char *d, size_t dstride,
+               const unsigned char *p, size_t stride, size_t len, size_t nb,
                uint16_t *out)
 {
   const size_t head = len % 64;
@@ -302,14 +373,18 @@ vpclmul_group (const unsigned char *p, size_t stride, size_t len, size_t nb,
     const __mmask8 m = (__mmask8) (0xff00u >> (head / 8));
 
     CRC16_EACH_BLOCK
-    for (b = 0; b < nb; b++)
-      z[b] = rev512 (_mm512_maskz_expandloadu_epi64 (m, p + b * stride));
+    for (b = 0; b < nb; b++) {
+      z[b] = _mm512_maskz_expandloadu_epi64 (m, p + b * stride);
+      if (d)
+        _mm512_mask_compressstoreu_epi64 (d + b * dstride, m, z[b]);
+      z[b] = rev512 (z[b]);
+    }
     off = head;
   }
   else {
     CRC16_EACH_BLOCK
     for (b = 0; b < nb; b++)
-      z[b] = rev512 (_mm512_loadu_si512 (p + b * stride));
+      z[b] = rev512 (load512 (p + b * stride, CRC16_DST (d, dstride, b, 0)));
     off = 64;
   }
 
@@ -319,7 +394,8 @@ vpclmul_group (const unsigned char *p, size_t stride, size_t len, size_t nb,
     CRC16_EACH_BLOCK
     for (b = 0; b < nb; b++)
       z[b] = fold512 (z[b], k,
-                      rev512 (_mm512_loadu_si512 (p + b * stride + off)));
+                      rev512 (load512 (p + b * stride + off,
+                                       CRC16_DST (d, dstride, b, off))));
 
   /* Each lane j of each register forward by 384 - 128 * j bits (to the
    * end of the block) and then by 16 more (the x^16 of the reduction) in
@@ -366,7 +442,15 @@ CRC16_VPCLMUL_TARGET void
 crc16_t10dif_blocks_vpclmul (const void *buf, size_t stride, size_t len,
                              size_t nblocks, uint16_t *out)
 {
-  CRC16_BY_GROUPS (vpclmul_group);
+  CRC16_BY_GROUPS (vpclmul_group, NULL, 0, buf, stride);
+}
+
+CRC16_VPCLMUL_TARGET void
+crc16_t10dif_blocks_copy_vpclmul (void *dst, size_t dstride,
+                                  const void *src, size_t sstride,
+                                  size_t len, size_t nblocks, uint16_t *out)
+{
+  CRC16_BY_GROUPS (vpclmul_group, dst, dstride, src, sstride);
 }
 
 int
@@ -380,8 +464,8 @@ crc16_t10dif_have_vpclmul (void)
 #else /* !CRC16_HAVE_X86 */
 
 /* No PCLMULQDQ on this architecture: crc16_t10dif_have_clmul() and
- * crc16_t10dif_have_vpclmul() are false, and the two functions, which
- * must not be called then, call isa-l. */
+ * crc16_t10dif_have_vpclmul() are false, and the four functions, which
+ * must not be called then, call the isa-l versions. */
 void
 crc16_t10dif_blocks_clmul (const void *buf, size_t stride, size_t len,
                            size_t nblocks, uint16_t *out)
@@ -393,6 +477,24 @@ int
 crc16_t10dif_have_clmul (void)
 {
   return 0;
+}
+
+void
+crc16_t10dif_blocks_copy_clmul (void *dst, size_t dstride, const void *src,
+                                size_t sstride, size_t len, size_t nblocks,
+                                uint16_t *out)
+{
+  crc16_t10dif_blocks_copy_isal (dst, dstride, src, sstride, len, nblocks,
+                                 out);
+}
+
+void
+crc16_t10dif_blocks_copy_vpclmul (void *dst, size_t dstride,
+                                  const void *src, size_t sstride,
+                                  size_t len, size_t nblocks, uint16_t *out)
+{
+  crc16_t10dif_blocks_copy_isal (dst, dstride, src, sstride, len, nblocks,
+                                 out);
 }
 
 void
@@ -420,4 +522,20 @@ crc16_t10dif_blocks (const void *buf, size_t stride, size_t len,
     crc16_t10dif_blocks_clmul (buf, stride, len, nblocks, out);
   else
     crc16_t10dif_blocks_isal (buf, stride, len, nblocks, out);
+}
+
+void
+crc16_t10dif_blocks_copy (void *dst, size_t dstride, const void *src,
+                          size_t sstride, size_t len, size_t nblocks,
+                          uint16_t *out)
+{
+  if (crc16_t10dif_have_vpclmul ())
+    crc16_t10dif_blocks_copy_vpclmul (dst, dstride, src, sstride, len,
+                                      nblocks, out);
+  else if (crc16_t10dif_have_clmul ())
+    crc16_t10dif_blocks_copy_clmul (dst, dstride, src, sstride, len,
+                                    nblocks, out);
+  else
+    crc16_t10dif_blocks_copy_isal (dst, dstride, src, sstride, len,
+                                   nblocks, out);
 }

@@ -11,6 +11,12 @@
  * AVX-512 VPCLMULQDQ) is chosen at run time; isa-l is the fallback.
  * No I/O, no state beyond constants.
  *
+ * crc16_t10dif_blocks_copy does the same while copying the blocks: the
+ * 16 or 64 bytes loaded for the CRC are stored to the destination too, so
+ * one pass over the source gives both the copy and the guards of exactly
+ * the bytes copied (what the DIX layer needs when it snapshots a buffer,
+ * joins data into extended blocks or splits them).
+ *
  * Use it on data in cache (a buffer just received, copied or read from
  * the store): there it is about 1.4x isa-l per block at 512 bytes.  On
  * data that comes from memory it is slower than isa-l per block (about
@@ -34,6 +40,16 @@
 void crc16_t10dif_blocks (const void *buf, size_t stride, size_t len,
                           size_t nblocks, uint16_t *out);
 
+/* Copy NBLOCKS blocks of LEN bytes from SRC + i * SSTRIDE to DST + i *
+ * DSTRIDE and set OUT[i] to the CRC of the bytes copied, which is
+ * crc16_t10dif(0, DST + i * DSTRIDE, LEN) afterwards even if the source
+ * was changing meanwhile.  Strides and alignment as crc16_t10dif_blocks
+ * (DSTRIDE >= LEN too); the destination blocks must not overlap the
+ * source blocks; bytes between destination blocks are not written. */
+void crc16_t10dif_blocks_copy (void *dst, size_t dstride, const void *src,
+                               size_t sstride, size_t len, size_t nblocks,
+                               uint16_t *out);
+
 /* The implementations behind crc16_t10dif_blocks, exposed for tests and
  * benchmarks; each gives the same result for every input.
  * crc16_t10dif_blocks_isal calls isa-l's crc16_t10dif once per block (the
@@ -41,7 +57,10 @@ void crc16_t10dif_blocks (const void *buf, size_t stride, size_t len,
  * and must only be called when crc16_t10dif_have_clmul() is true;
  * crc16_t10dif_blocks_vpclmul uses AVX-512 VPCLMULQDQ and must only be
  * called when crc16_t10dif_have_vpclmul() is true.  crc16_t10dif_blocks
- * uses the widest one the CPU has. */
+ * uses the widest one the CPU has.  The _copy_ functions are the same
+ * three behind crc16_t10dif_blocks_copy, with the same conditions
+ * (crc16_t10dif_blocks_copy_isal copies each block with memcpy and then
+ * calls isa-l over the copy). */
 void crc16_t10dif_blocks_isal (const void *buf, size_t stride, size_t len,
                                size_t nblocks, uint16_t *out);
 void crc16_t10dif_blocks_clmul (const void *buf, size_t stride, size_t len,
@@ -50,5 +69,17 @@ int crc16_t10dif_have_clmul (void);
 void crc16_t10dif_blocks_vpclmul (const void *buf, size_t stride,
                                   size_t len, size_t nblocks, uint16_t *out);
 int crc16_t10dif_have_vpclmul (void);
+void crc16_t10dif_blocks_copy_isal (void *dst, size_t dstride,
+                                    const void *src, size_t sstride,
+                                    size_t len, size_t nblocks,
+                                    uint16_t *out);
+void crc16_t10dif_blocks_copy_clmul (void *dst, size_t dstride,
+                                     const void *src, size_t sstride,
+                                     size_t len, size_t nblocks,
+                                     uint16_t *out);
+void crc16_t10dif_blocks_copy_vpclmul (void *dst, size_t dstride,
+                                       const void *src, size_t sstride,
+                                       size_t len, size_t nblocks,
+                                       uint16_t *out);
 
 #endif /* STABLEDIF_CRC16_H */

@@ -464,7 +464,7 @@ pi_verify_block (const struct pi_params *p, const void *data,
 static inline __attribute__ ((always_inline)) uint64_t
 verify_blocks (const struct pi_params *p, enum pi_guard g,
                const uint8_t *data, size_t dstride,
-               const uint8_t *pi, size_t pstride,
+               const uint8_t *pi, size_t pstride, uint8_t *copy,
                uint64_t nblocks, uint64_t lba,
                struct pi_verify_stats *stats, pi_error_fn fn, void *opaque)
 {
@@ -493,9 +493,21 @@ verify_blocks (const struct pi_params *p, enum pi_guard g,
             first = j;
           last = j;
         }
-      if (first < n)
+      if (first < n && copy)
+        crc16_t10dif_blocks_copy (copy + first * p->interval, p->interval,
+                                  data + first * dstride, dstride,
+                                  p->interval, last - first + 1,
+                                  guards + first);
+      else if (first < n)
         crc16_t10dif_blocks (data + first * dstride, dstride, p->interval,
                              last - first + 1, guards + first);
+    }
+    if (copy) {
+      /* What the CRC pass above did not copy (all of it for CRC-64). */
+      for (j = 0; j < n; j++)
+        if (g != PI_GUARD_CRC16 || j < first || j > last)
+          memcpy (copy + j * p->interval, data + j * dstride, p->interval);
+      copy += n * p->interval;
     }
     for (j = 0; j < n; j++, data += dstride, pi += pstride) {
       if (g == PI_GUARD_CRC16 && first <= j && j <= last) {
@@ -531,35 +543,43 @@ verify_blocks (const struct pi_params *p, enum pi_guard g,
   return failed;
 }
 
-/* Dispatch on the guard width once per buffer. */
+/* Dispatch on the guard width once per buffer.  COPY, if not NULL, gets
+ * the data of every block, packed (see verify_blocks). */
 static uint64_t
 verify_dispatch (const struct pi_params *p,
                  const uint8_t *data, size_t dstride,
-                 const uint8_t *pi, size_t pstride,
+                 const uint8_t *pi, size_t pstride, uint8_t *copy,
                  uint64_t nblocks, uint64_t lba,
                  struct pi_verify_stats *stats, pi_error_fn fn, void *opaque)
 {
+  uint64_t i;
+
   switch (p->format->guard) {
   case PI_GUARD_CRC16:
     return verify_blocks (p, PI_GUARD_CRC16, data, dstride, pi, pstride,
-                          nblocks, lba, stats, fn, opaque);
+                          copy, nblocks, lba, stats, fn, opaque);
   case PI_GUARD_CRC64:
     return verify_blocks (p, PI_GUARD_CRC64, data, dstride, pi, pstride,
-                          nblocks, lba, stats, fn, opaque);
+                          copy, nblocks, lba, stats, fn, opaque);
   case PI_GUARD_NONE:
     break;
   }
-  return 0;                     /* format none: nothing to verify */
+  /* Format none: nothing to verify, only the copy. */
+  for (i = 0; copy && i < nblocks; i++)
+    memcpy (copy + i * p->interval, data + i * dstride, p->interval);
+  return 0;
 }
 
 /* Generate the tuples of NBLOCKS blocks of a CRC-16 format: block I's
  * data at DATA + I * DSTRIDE, its tuple written at PI + I * PSTRIDE (which
  * may lie between the blocks, as in the extended layout), the guards
- * computed PI_BATCH blocks at a time. */
+ * computed PI_BATCH blocks at a time.  With COPY not NULL block I is also
+ * copied to COPY + I * CSTRIDE, in the same pass, and the guards are
+ * those of the copies. */
 static void
 generate_crc16 (const struct pi_params *p, const uint8_t *data,
-                size_t dstride, uint8_t *pi, size_t pstride,
-                uint64_t nblocks, uint64_t lba)
+                size_t dstride, uint8_t *copy, size_t cstride,
+                uint8_t *pi, size_t pstride, uint64_t nblocks, uint64_t lba)
 {
   const bool has_ref = ref_counts_lba (p->format);
   uint16_t guards[PI_BATCH];
@@ -568,7 +588,13 @@ generate_crc16 (const struct pi_params *p, const uint8_t *data,
 
   for (i = 0; i < nblocks; i += n) {
     n = nblocks - i < PI_BATCH ? (size_t) (nblocks - i) : PI_BATCH;
-    crc16_t10dif_blocks (data, dstride, p->interval, n, guards);
+    if (copy) {
+      crc16_t10dif_blocks_copy (copy, cstride, data, dstride, p->interval,
+                                n, guards);
+      copy += n * cstride;
+    }
+    else
+      crc16_t10dif_blocks (data, dstride, p->interval, n, guards);
     /* The tuple as pi_tuple_encode writes it (the ref tag as
      * pi_ref_for_lba has it), without a call per block. */
     for (j = 0; j < n; j++, data += dstride, pi += pstride)
@@ -587,7 +613,8 @@ pi_generate_ext (const struct pi_params *p, uint8_t *buf,
   if (p->format->guard == PI_GUARD_NONE)
     return;
   if (p->format->guard == PI_GUARD_CRC16) {
-    generate_crc16 (p, buf, ext, buf + p->interval, ext, nblocks, lba);
+    generate_crc16 (p, buf, ext, NULL, 0, buf + p->interval, ext, nblocks,
+                    lba);
     return;
   }
   for (i = 0; i < nblocks; i++, buf += ext)
@@ -602,8 +629,24 @@ pi_verify_ext (const struct pi_params *p, const uint8_t *buf,
 {
   const size_t ext = pi_ext_size (p);
 
-  return verify_dispatch (p, buf, ext, buf + p->interval, ext,
+  return verify_dispatch (p, buf, ext, buf + p->interval, ext, NULL,
                           nblocks, lba, stats, fn, opaque);
+}
+
+uint64_t
+pi_verify_split_ext (const struct pi_params *p, const uint8_t *ext,
+                     uint8_t *data, uint8_t *pi, uint64_t nblocks,
+                     uint64_t lba, struct pi_verify_stats *stats,
+                     pi_error_fn fn, void *opaque)
+{
+  const size_t es = pi_ext_size (p), ts = p->format->tuple_size;
+  uint64_t failed, i;
+
+  failed = verify_dispatch (p, ext, es, ext + p->interval, es, data,
+                            nblocks, lba, stats, fn, opaque);
+  for (i = 0; pi && ts && i < nblocks; i++)
+    memcpy (pi + i * ts, ext + i * es + p->interval, ts);
+  return failed;
 }
 
 void
@@ -616,7 +659,7 @@ pi_generate_sep (const struct pi_params *p, const uint8_t *data,
   if (p->format->guard == PI_GUARD_NONE)
     return;
   if (p->format->guard == PI_GUARD_CRC16) {
-    generate_crc16 (p, data, p->interval, pi, ts, nblocks, lba);
+    generate_crc16 (p, data, p->interval, NULL, 0, pi, ts, nblocks, lba);
     return;
   }
   for (i = 0; i < nblocks; i++, data += p->interval, pi += ts)
@@ -648,6 +691,55 @@ pi_generate_sep_stream (const struct pi_params *p, const uint8_t *data,
   }
 }
 
+void
+pi_generate_copy (const struct pi_params *p, const uint8_t *data,
+                  uint8_t *copy, size_t cstride, uint8_t *pi, size_t pstride,
+                  uint64_t nblocks, uint64_t lba)
+{
+  const uint32_t iv = p->interval;
+  uint64_t i;
+
+  switch (p->format->guard) {
+  case PI_GUARD_CRC16:
+    generate_crc16 (p, data, iv, copy, cstride, pi, pstride, nblocks, lba);
+    break;
+  case PI_GUARD_CRC64:
+    /* Copy, then the guard of the copy while it is in cache. */
+    for (i = 0; i < nblocks; i++) {
+      memcpy (copy + i * cstride, data + i * iv, iv);
+      pi_generate_block (p, copy + i * cstride, lba + i, pi + i * pstride);
+    }
+    break;
+  case PI_GUARD_NONE:
+    for (i = 0; i < nblocks; i++)
+      memcpy (copy + i * cstride, data + i * iv, iv);
+    break;
+  }
+}
+
+void
+pi_guards_copy (const struct pi_format *f, uint8_t *dst, size_t dstride,
+                const uint8_t *src, size_t sstride, size_t len,
+                uint64_t nblocks, uint64_t *guards)
+{
+  uint16_t g16[PI_BATCH];
+  uint64_t i, n, j;
+
+  if (f->guard != PI_GUARD_CRC16) {
+    for (i = 0; i < nblocks; i++)
+      guards[i] = pi_guard_copy (f, dst + i * dstride, src + i * sstride,
+                                 len);
+    return;
+  }
+  for (i = 0; i < nblocks; i += n) {
+    n = nblocks - i < PI_BATCH ? nblocks - i : PI_BATCH;
+    crc16_t10dif_blocks_copy (dst + i * dstride, dstride, src + i * sstride,
+                              sstride, len, n, g16);
+    for (j = 0; j < n; j++)
+      guards[i + j] = g16[j];
+  }
+}
+
 uint64_t
 pi_verify_sep (const struct pi_params *p, const uint8_t *data,
                const uint8_t *pi, uint64_t nblocks, uint64_t lba,
@@ -655,7 +747,7 @@ pi_verify_sep (const struct pi_params *p, const uint8_t *data,
                pi_error_fn fn, void *opaque)
 {
   return verify_dispatch (p, data, p->interval,
-                          pi, p->format->tuple_size,
+                          pi, p->format->tuple_size, NULL,
                           nblocks, lba, stats, fn, opaque);
 }
 

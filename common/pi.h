@@ -103,6 +103,13 @@ uint64_t pi_guard_compute (const struct pi_format *f, const void *data,
 uint64_t pi_guard_copy (const struct pi_format *f, void *dst,
                         const void *src, size_t len);
 
+/* pi_guard_copy of NBLOCKS blocks of LEN bytes, SRC + i * SSTRIDE to DST
+ * + i * DSTRIDE, into GUARDS[i]: one pass over each block for the CRC-16
+ * formats (crc16_t10dif_blocks_copy).  Blocks must not overlap. */
+void pi_guards_copy (const struct pi_format *f, uint8_t *dst,
+                     size_t dstride, const uint8_t *src, size_t sstride,
+                     size_t len, uint64_t nblocks, uint64_t *guards);
+
 /* The reference tag a block at LBA must carry (truncated to the format's
  * width); 0 for type 3, whose ref tag is not checked. */
 uint64_t pi_ref_for_lba (const struct pi_format *f, uint64_t lba);
@@ -189,10 +196,31 @@ void pi_generate_sep (const struct pi_params *p, const uint8_t *data,
  * faster on data in cache (bench/README.md, bench-crc --bytes 64M). */
 void pi_generate_sep_stream (const struct pi_params *p, const uint8_t *data,
                              uint8_t *pi, uint64_t nblocks, uint64_t lba);
+/* Copy NBLOCKS intervals from DATA (packed) to COPY + i * CSTRIDE and
+ * generate their tuples at PI + i * PSTRIDE (which may lie in the copy,
+ * as in the extended layout: CSTRIDE = PSTRIDE = pi_ext_size(), PI = COPY
+ * + interval).  The guards are those of the bytes copied, so they
+ * describe the copy even if DATA changes meanwhile; for the CRC-16
+ * formats copy and guards take one pass (crc16_t10dif_blocks_copy).  For
+ * format none only the data is copied.  DATA and the copy must not
+ * overlap. */
+void pi_generate_copy (const struct pi_params *p, const uint8_t *data,
+                       uint8_t *copy, size_t cstride, uint8_t *pi,
+                       size_t pstride, uint64_t nblocks, uint64_t lba);
 uint64_t pi_verify_sep (const struct pi_params *p, const uint8_t *data,
                         const uint8_t *pi, uint64_t nblocks, uint64_t lba,
                         struct pi_verify_stats *stats,
                         pi_error_fn fn, void *opaque);
+
+/* pi_verify_ext and pi_split_ext in one pass over EXT: every block is
+ * verified as pi_verify_ext does (same return, callbacks and stats) and
+ * its data copied to DATA (packed) whether it passes or not, for the
+ * CRC-16 formats while its guard is computed; its tuple goes to PI
+ * (packed) unless PI is NULL.  EXT and DATA must not overlap. */
+uint64_t pi_verify_split_ext (const struct pi_params *p, const uint8_t *ext,
+                              uint8_t *data, uint8_t *pi, uint64_t nblocks,
+                              uint64_t lba, struct pi_verify_stats *stats,
+                              pi_error_fn fn, void *opaque);
 
 /* Layout conversion without checking: split an extended buffer into data
  * and packed tuples, or join them (the "DMA").  PI may be NULL in split

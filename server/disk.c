@@ -657,7 +657,7 @@ dif_write (struct disk *d, const struct disk_io *io, const uint8_t *buf,
   };
   struct pi_verify_stats vs = { 0 };
   struct range_held h;
-  uint8_t *data;
+  uint8_t *data = NULL;
   int r;
   char what[160];
 
@@ -668,9 +668,22 @@ dif_write (struct disk *d, const struct disk_io *io, const uint8_t *buf,
     return r;
   }
 
-  pi_verify_ext (&d->pi, buf, n, lba, &vs, on_failure, &f);
+  if (d->store->ops->write_ext)
+    pi_verify_ext (&d->pi, buf, n, lba, &vs, on_failure, &f);
+  else {
+    /* The store takes data and tuples separately: split them apart in
+     * the pass that verifies them (the copy is dropped if they fail). */
+    data = malloc (n * (iv + tu));
+    if (data == NULL) {
+      disk_error (&d->cfg, "dif view write: %m");
+      return -1;
+    }
+    pi_verify_split_ext (&d->pi, buf, data, data + n * iv, n, lba, &vs,
+                         on_failure, &f);
+  }
   count_verified (d, &vs);
   if (f.count > 0) {
+    free (data);
     stats_add (&d->stats.c.writes_rejected, 1);
     describe_failure (&f, what, sizeof what);
     disk_error (&d->cfg, "dif view write rejected: %s (%" PRIu64 " of %"
@@ -680,21 +693,13 @@ dif_write (struct disk *d, const struct disk_io *io, const uint8_t *buf,
     return -1;
   }
 
-  if (d->store->ops->write_ext) {
+  if (data == NULL) {
     /* Straight from the extended blocks into the store. */
     lock_blocks (d, &h, lba, n, true);
     r = d->store->ops->write_ext (d->store, lba, n, buf, fua);
     unlock_blocks (d, &h);
     return r;
   }
-
-  /* The store takes data and tuples separately. */
-  data = malloc (n * (iv + tu));
-  if (data == NULL) {
-    disk_error (&d->cfg, "dif view write: %m");
-    return -1;
-  }
-  pi_split_ext (&d->pi, buf, data, data + n * iv, n);
 
   lock_blocks (d, &h, lba, n, true);
   r = d->store->ops->write (d->store, lba, n, data, data + n * iv, fua);

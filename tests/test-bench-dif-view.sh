@@ -120,4 +120,16 @@ for bad in 0 x 2x; do
   [ "$r" = 2 ] && grep -q "RUNS=$bad: not a number of runs" "$out" ||
     { cat "$out"; fail "dif-view.sh RUNS='$bad': exit $r"; }
 done
+
+# The fill before the timed rounds writes the whole span, so that reads
+# verify real PI: after --only read over 4 MiB (128 KiB requests, 2 in
+# flight) the last block of the span carries a real tuple, not the
+# all-ones one of a block never written.  (Last: it needs nbdsh.)
+requires_nbdsh
+export NBDSH
+export SPAN_BLOCK=$(( (4 << 20) / 512 - 1 ))
+serve size=8M format=T10-DIF-TYPE1-CRC ctl=none -- \
+  'SD_URI=$uri timeout 120 "$NBDKIT" -U - memory size=8M --run '\''"$HELPER" --span 4M --depth 2 --size 131072 --only read --side libstabledif --rounds 1 --round-ms 30 "$SD_URI" "$uri" && $NBDSH -c "h.connect_uri(\"nbd+unix:///dif?socket=${SD_URI#*socket=}\")" -c "b = h.pread(520, $SPAN_BLOCK * 520); assert b[512:] != b\"\\xff\" * 8, b[512:]; print(\"last block written\")"'\' \
+  > "$out" 2>&1 || { cat "$out"; fail "bench-dif-view: the fill did not write the whole span"; }
+grep -q '^last block written$' "$out" || { cat "$out"; fail "span check did not run"; }
 echo "$0: ok"

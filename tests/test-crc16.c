@@ -9,6 +9,11 @@
  * spaced blocks, odd strides, unaligned buffers, and any number of blocks.
  * It must also give the catalogue check value, touch no byte outside the
  * blocks and no entry of OUT past NBLOCKS, and keep the blocks apart.
+ * The copying versions (crc16_t10dif_blocks_copy and its three
+ * implementations) go through the same inputs: the same CRCs, a copy of
+ * every block at the destination (packed blocks to spaced ones and back,
+ * at odd addresses), and no destination byte written between or after
+ * the blocks.
  */
 
 #include <config.h>
@@ -43,6 +48,27 @@ static const struct impl impls[] = {
 };
 #define NR_IMPLS (sizeof impls / sizeof impls[0])
 
+typedef void (*copy_fn) (void *, size_t, const void *, size_t, size_t,
+                         size_t, uint16_t *);
+
+/* One copying implementation under test. */
+struct copy_impl {
+  const char *name;             /* for failure messages */
+  copy_fn fn;                   /* the function */
+  blocks_fn plain;              /* its non-copying twin (same condition) */
+};
+
+static const struct copy_impl copy_impls[] = {
+  { "copy_isal", crc16_t10dif_blocks_copy_isal, crc16_t10dif_blocks_isal },
+  { "copy_clmul", crc16_t10dif_blocks_copy_clmul,
+    crc16_t10dif_blocks_clmul },
+  { "copy_vpclmul", crc16_t10dif_blocks_copy_vpclmul,
+    crc16_t10dif_blocks_vpclmul },
+  { "crc16_t10dif_blocks_copy", crc16_t10dif_blocks_copy,
+    crc16_t10dif_blocks },
+};
+#define NR_COPY_IMPLS (sizeof copy_impls / sizeof copy_impls[0])
+
 /* Whether implementation I can run on this machine. */
 static int
 impl_usable (size_t i)
@@ -54,6 +80,18 @@ impl_usable (size_t i)
   return 1;
 }
 
+/* Whether copying implementation I can run on this machine. */
+static int
+copy_impl_usable (size_t i)
+{
+  size_t j;
+
+  for (j = 0; j < NR_IMPLS; j++)
+    if (impls[j].fn == copy_impls[i].plain)
+      return impl_usable (j);
+  return 0;
+}
+
 
 /* OUT gets this many entries more than the call may write, preset to
  * SENTINEL, to see that nothing past NBLOCKS is written. */
@@ -61,9 +99,65 @@ impl_usable (size_t i)
 #define SENTINEL 0xa5a5
 #define MAX_BLOCKS 17
 
+/* The byte a destination holds where no copy may write. */
+#define DST_FILL 0x5a
+
+/* Run every usable copying implementation over NBLOCKS blocks of LEN bytes
+ * at BUF, STRIDE apart, into a destination with blocks DSTRIDE apart at an
+ * odd address, and compare each CRC with WANT, each copied block with its
+ * source, and every other destination byte with DST_FILL. */
+static void
+check_copies (const unsigned char *buf, size_t stride, size_t len,
+              size_t nblocks, size_t dstride, const uint16_t *want)
+{
+  const size_t skew = (uintptr_t) buf % 7;   /* destination misalignment */
+  const size_t span = nblocks ? (nblocks - 1) * dstride + len : 0;
+  const size_t size = skew + span + 64;
+  unsigned char *dst = malloc (size), *d;
+  uint16_t out[MAX_BLOCKS + OUT_SLACK];
+  size_t i, b, k;
+
+  ck_assert_ptr_nonnull (dst);
+  for (i = 0; i < NR_COPY_IMPLS; i++) {
+    if (!copy_impl_usable (i))
+      continue;
+    memset (dst, DST_FILL, size);
+    for (b = 0; b < MAX_BLOCKS + OUT_SLACK; b++)
+      out[b] = SENTINEL;
+    d = dst + skew;
+    copy_impls[i].fn (d, dstride, buf, stride, len, nblocks, out);
+    for (b = 0; b < nblocks; b++) {
+      ck_assert_msg (out[b] == want[b],
+                     "%s: len %zu stride %zu dstride %zu nblocks %zu: "
+                     "block %zu: 0x%04x, isa-l 0x%04x", copy_impls[i].name,
+                     len, stride, dstride, nblocks, b, out[b], want[b]);
+      ck_assert_msg (memcmp (d + b * dstride, buf + b * stride, len) == 0,
+                     "%s: len %zu stride %zu dstride %zu nblocks %zu: "
+                     "block %zu not copied", copy_impls[i].name, len,
+                     stride, dstride, nblocks, b);
+    }
+    for (; b < MAX_BLOCKS + OUT_SLACK; b++)
+      ck_assert_msg (out[b] == SENTINEL,
+                     "%s: len %zu nblocks %zu: wrote out[%zu]",
+                     copy_impls[i].name, len, nblocks, b);
+    for (k = 0; k < size; k++) {
+      size_t at = k - skew;
+      int inside = k >= skew && at < span && at % dstride < len;
+
+      if (!inside)
+        ck_assert_msg (dst[k] == DST_FILL,
+                       "%s: len %zu dstride %zu nblocks %zu: wrote byte "
+                       "%zd outside the blocks", copy_impls[i].name, len,
+                       dstride, nblocks, (ssize_t) k - (ssize_t) skew);
+    }
+  }
+  free (dst);
+}
+
 /* Run every usable implementation over NBLOCKS blocks of LEN bytes at BUF,
  * STRIDE apart, and compare each CRC with isa-l's crc16_t10dif of that
- * block. */
+ * block; then the copying ones, packed blocks into extended ones (8 bytes
+ * between) and anything else into packed ones. */
 static void
 check_all (const unsigned char *buf, size_t stride, size_t len,
            size_t nblocks)
@@ -91,6 +185,8 @@ check_all (const unsigned char *buf, size_t stride, size_t len,
                      "%s: len %zu nblocks %zu: wrote out[%zu]",
                      impls[i].name, len, nblocks, b);
   }
+  check_copies (buf, stride, len, nblocks, stride == len ? len + 8 : len,
+                want);
 }
 
 /* A random buffer big enough for MAX_BLOCKS blocks of MAXLEN + 32 bytes
@@ -214,6 +310,12 @@ START_TEST (test_no_blocks)
     impls[i].fn (NULL, 520, 512, 0, NULL);
     impls[i].fn (NULL, 0, 0, 0, NULL);
   }
+  for (i = 0; i < NR_COPY_IMPLS; i++) {
+    if (!copy_impl_usable (i))
+      continue;
+    copy_impls[i].fn (NULL, 520, NULL, 512, 512, 0, NULL);
+    copy_impls[i].fn (NULL, 0, NULL, 0, 0, 0, NULL);
+  }
 }
 END_TEST
 
@@ -281,11 +383,12 @@ START_TEST (test_reads_only_blocks)
 }
 END_TEST
 
-/* crc16_t10dif_blocks takes the widest path the CPU has. */
+/* crc16_t10dif_blocks and crc16_t10dif_blocks_copy take the widest path
+ * the CPU has. */
 START_TEST (test_dispatch)
 {
   enum { LEN = 512, N = 8 };
-  static unsigned char buf[N * LEN];
+  static unsigned char buf[N * LEN], copy[N * (LEN + 8)];
   uint16_t got[N], want[N];
 
   rng_seed (6);
@@ -301,6 +404,9 @@ START_TEST (test_dispatch)
   else
     crc16_t10dif_blocks_isal (buf, LEN, LEN, N, want);
   ck_assert_mem_eq (got, want, sizeof got);
+  crc16_t10dif_blocks_copy (copy, LEN + 8, buf, LEN, LEN, N, got);
+  ck_assert_mem_eq (got, want, sizeof got);
+  ck_assert_mem_eq (copy + 3 * (LEN + 8), buf + 3 * LEN, LEN);
 }
 END_TEST
 

@@ -8,6 +8,7 @@
 
 #include <config.h>
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -483,6 +484,28 @@ START_TEST (test_guard_copy_unstable_source)
     for (r = 0; r < ROUNDS; r++) {
       uint64_t g = pi_guard_copy (f, dst, s.buf, LEN);
       ck_assert_msg (g == true_guard (f, dst, LEN), "%s round %d", f->name, r);
+    }
+    /* The batched copies (pi_guards_copy, pi_generate_copy): the guard of
+     * each block is that of its copy. */
+    for (r = 0; r < ROUNDS / 10; r++) {
+      struct pi_params p = { .format = f, .interval = 4096 };
+      enum { NB = LEN / 4096 };
+      uint64_t guards[NB];
+      uint8_t tuples[NB * PI_TUPLE_MAX];
+      struct pi_tuple t;
+      size_t b;
+
+      pi_guards_copy (f, dst, 4096, s.buf, 4096, 4096, NB, guards);
+      for (b = 0; b < NB; b++)
+        ck_assert_msg (guards[b] == true_guard (f, dst + b * 4096, 4096),
+                       "%s pi_guards_copy round %d block %zu", f->name, r, b);
+      pi_generate_copy (&p, s.buf, dst, 4096, tuples, f->tuple_size, NB, 0);
+      for (b = 0; b < NB; b++) {
+        pi_tuple_decode (f, tuples + b * f->tuple_size, &t);
+        ck_assert_msg (t.guard == true_guard (f, dst + b * 4096, 4096),
+                       "%s pi_generate_copy round %d block %zu", f->name, r,
+                       b);
+      }
     }
   }
   atomic_store (&s.stop, true);
@@ -1190,6 +1213,194 @@ START_TEST (test_split_join)
 }
 END_TEST
 
+/* A random buffer of N extended blocks of P, generated at LBA, then damaged
+ * at random: some data bytes (guard), some ref and app tags, some tuples
+ * escaped (over good or bad data), now and then a whole batch escaped. */
+static void
+random_damage (const struct pi_params *p, uint8_t *ext, uint64_t n,
+               uint64_t lba)
+{
+  const struct pi_format *f = p->format;
+  const size_t es = pi_ext_size (p);
+  struct pi_tuple t;
+  uint64_t b;
+
+  rng_fill (ext, n * es);
+  pi_generate_ext (p, ext, n, lba);
+  if (f->tuple_size == 0)
+    return;
+  for (b = 0; b < n; b++) {
+    uint8_t *tp = ext + b * es + p->interval;
+
+    switch (rng_next () % 8) {
+    case 0:                     /* bad data */
+      ext[b * es + rng_next () % p->interval] ^= 1u << (rng_next () % 8);
+      break;
+    case 1:                     /* bad ref tag */
+      pi_tuple_decode (f, tp, &t);
+      t.ref ^= 4;
+      pi_tuple_encode (f, &t, tp);
+      break;
+    case 2:                     /* bad app tag */
+      pi_tuple_decode (f, tp, &t);
+      t.app ^= 0x100;
+      pi_tuple_encode (f, &t, tp);
+      break;
+    case 3:                     /* escaped over bad data */
+      ext[b * es] ^= 0x80;
+      pi_tuple_set_escape (f, tp);
+      break;
+    default:
+      break;
+    }
+  }
+  if (n > 20 && rng_next () % 2)        /* one whole batch of 16 escaped */
+    for (b = 16; b < 32 && b < n; b++)
+      pi_tuple_set_escape (f, ext + b * es + p->interval);
+}
+
+/* pi_verify_split_ext gives exactly what pi_verify_ext then pi_split_ext
+ * give: failures (count, callbacks with all their details, stats), data
+ * and tuples; with the tuples dropped too; and writes nothing past the
+ * data or the tuples. */
+START_TEST (test_verify_split)
+{
+  enum { N = 37, ROUNDS = 40, CANARY = 0xc3 };
+  static const uint64_t counts[] = { 0, 1, 3, 16, 17, N };
+  const struct pi_format *f;
+  size_t i, c, r;
+
+  rng_seed (41);
+  for (i = 0; (f = pi_format_at (i)) != NULL; i++)
+  for (uint32_t iv = f->needs_4k ? 4096 : 512; iv <= 4096; iv *= 8) {
+    struct pi_params p = params (f->name, iv);
+    const size_t es = pi_ext_size (&p), ts = f->tuple_size;
+    uint8_t *ext = malloc (N * es);
+    uint8_t *d1 = malloc (N * iv + 1), *d2 = malloc (N * iv + 1);
+    uint8_t *t1 = malloc (N * ts + 1), *t2 = malloc (N * ts + 1);
+
+    ck_assert (ext && d1 && d2 && t1 && t2);
+    p.check_app = true;
+    p.app_tag = 0x1234;
+    p.app_mask = 0xffff;
+    for (r = 0; r < ROUNDS; r++)
+      for (c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        const uint64_t n = counts[c], lba = rng_next () % 100000;
+        struct pi_verify_stats st1 = { 0 }, st2 = { 0 };
+        struct seen s1 = { 0 }, s2 = { 0 };
+        uint64_t f1, f2;
+        size_t k;
+
+        random_damage (&p, ext, n, lba);
+        memset (d1, 0, N * iv + 1);
+        memset (d2, CANARY, N * iv + 1);
+        memset (t1, 0, N * ts + 1);
+        memset (t2, CANARY, N * ts + 1);
+        f1 = pi_verify_ext (&p, ext, n, lba, &st1, record, &s1);
+        pi_split_ext (&p, ext, d1, t1, n);
+        f2 = pi_verify_split_ext (&p, ext, d2, r % 2 ? NULL : t2, n, lba,
+                                  &st2, record, &s2);
+        ck_assert_msg (f1 == f2, "%s/%u: %" PRIu64 " blocks: failed %"
+                       PRIu64 " against %" PRIu64, f->name, iv, n, f2, f1);
+        ck_assert_mem_eq (&st1, &st2, sizeof st1);
+        ck_assert_uint_eq (s1.n, s2.n);
+        for (k = 0; k < s1.n; k++) {
+          ck_assert_uint_eq (s1.err[k].index, s2.err[k].index);
+          ck_assert_uint_eq (s1.err[k].lba, s2.err[k].lba);
+          ck_assert_int_eq (s1.err[k].check, s2.err[k].check);
+          ck_assert_uint_eq (s1.err[k].expected, s2.err[k].expected);
+          ck_assert_uint_eq (s1.err[k].actual, s2.err[k].actual);
+        }
+        ck_assert_mem_eq (d1, d2, n * iv);
+        ck_assert_uint_eq (d2[n * iv], CANARY);
+        if (r % 2)
+          ck_assert_uint_eq (t2[0], CANARY);   /* tuples dropped */
+        else {
+          if (n * ts > 0)
+            ck_assert_mem_eq (t1, t2, n * ts);
+          ck_assert_uint_eq (t2[n * ts], CANARY);
+        }
+      }
+    free (ext);
+    free (d1);
+    free (d2);
+    free (t1);
+    free (t2);
+  }
+}
+END_TEST
+
+/* pi_generate_copy gives the copy and the tuples pi_generate_sep gives
+ * over the source, packed with separate tuples and in the extended
+ * layout (what pi_join_ext builds from them); pi_guards_copy gives the
+ * true guard of every block copied, packed or spaced.  Nothing is
+ * written past the end. */
+START_TEST (test_generate_copy)
+{
+  enum { N = 37, CANARY = 0x3c };
+  static const uint64_t counts[] = { 0, 1, 5, 16, N };
+  const struct pi_format *f;
+  size_t i, c, b;
+
+  rng_seed (42);
+  for (i = 0; (f = pi_format_at (i)) != NULL; i++)
+  for (uint32_t iv = f->needs_4k ? 4096 : 512; iv <= 4096; iv *= 8) {
+    struct pi_params p = params (f->name, iv);
+    const size_t es = pi_ext_size (&p), ts = f->tuple_size;
+    uint8_t *src = malloc (N * iv), *copy = malloc (N * es + 1);
+    uint8_t *want = malloc (N * es + 1), *tuples = malloc (N * ts + 1);
+    uint8_t *ref = malloc (N * ts + 1);
+    uint64_t guards[N];
+
+    ck_assert (src && copy && want && tuples && ref);
+    p.app_tag = 0xbeef;
+    for (c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      const uint64_t n = counts[c], lba = 0xfffffff0 + c;
+
+      rng_fill (src, N * iv);
+      pi_generate_sep (&p, src, ref, n, lba);
+
+      /* Packed copy, tuples apart. */
+      memset (copy, CANARY, N * es + 1);
+      memset (tuples, CANARY, N * ts + 1);
+      pi_generate_copy (&p, src, copy, iv, tuples, ts, n, lba);
+      if (n > 0)
+        ck_assert_mem_eq (copy, src, n * iv);
+      ck_assert_uint_eq (copy[n * iv], CANARY);
+      if (n * ts > 0)
+        ck_assert_mem_eq (tuples, ref, n * ts);
+      ck_assert_uint_eq (tuples[n * ts], CANARY);
+
+      /* Extended layout. */
+      memset (copy, CANARY, N * es + 1);
+      memset (want, CANARY, N * es + 1);
+      pi_join_ext (&p, src, ref, want, n);
+      pi_generate_copy (&p, src, copy, es, copy + iv, es, n, lba);
+      ck_assert_mem_eq (copy, want, n * es + 1);
+
+      /* Guards of copies, packed to extended and back. */
+      if (f->guard == PI_GUARD_NONE)
+        continue;
+      memset (copy, CANARY, N * es + 1);
+      pi_guards_copy (f, copy, es, src, iv, iv, n, guards);
+      for (b = 0; b < n; b++) {
+        ck_assert_mem_eq (copy + b * es, src + b * iv, iv);
+        ck_assert (guards[b] == true_guard (f, src + b * iv, iv));
+        ck_assert_uint_eq (copy[b * es + iv], CANARY);
+      }
+      pi_guards_copy (f, src, iv, copy, es, iv, n, guards);
+      for (b = 0; b < n; b++)
+        ck_assert (guards[b] == true_guard (f, src + b * iv, iv));
+    }
+    free (src);
+    free (copy);
+    free (want);
+    free (tuples);
+    free (ref);
+  }
+}
+END_TEST
+
 static Suite *
 pi_suite (void)
 {
@@ -1234,6 +1445,8 @@ pi_suite (void)
   tcase_add_test (tc, test_intervals_round_trip);
   tcase_add_test (tc, test_verify_batches);
   tcase_add_test (tc, test_split_join);
+  tcase_add_test (tc, test_verify_split);
+  tcase_add_test (tc, test_generate_copy);
   tcase_add_test (tc, test_generate_stream);
   suite_add_tcase (s, tc);
   return s;
