@@ -14,7 +14,11 @@
  * connections: libstabledif N per handle (each with its own I/O thread),
  * the baseline N libnbd handles, each driven from a thread of its own
  * with an equal share of the queue depth.  Each figure is the best of
- * several timed rounds, the two sides measured alternately.
+ * several timed rounds, the two sides measured alternately.  A second
+ * table gives, for information, the CPU time this process spent per MB
+ * moved on each side over all its rounds (getrusage: the library's or
+ * libnbd's threads and this program's), steadier than the throughputs
+ * on a shared machine.
  * bench/dif-view.sh starts both servers; see bench/README.md.  Not a
  * test: it prints ratios, and with --check exits 1 when one is below the
  * target.
@@ -31,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <libnbd.h>
@@ -116,6 +121,7 @@ struct side {
   double deadline;              /* now () at which a round ends; 0: one
                                    pass over the span */
   atomic_bool abort;            /* a connection failed: all stop */
+  uint64_t last_bytes;          /* bytes moved by the last run */
 };
 
 /* libstabledif completion (its I/O thread). */
@@ -330,7 +336,8 @@ sd_run_chained (struct side *s, const struct options *o, bool write,
              strerror (failed));
     return -1;
   }
-  return (double) atomic_load (&s->submitted) * (double) s->count / t;
+  s->last_bytes = atomic_load (&s->submitted) * s->count;
+  return (double) s->last_bytes / t;
 }
 
 /* ---- timing ---- */
@@ -377,6 +384,7 @@ sd_run_window (struct side *s, const struct options *o, bool write,
   if (sd_wait_below (s, 1) == -1)
     return -1;
   t = now () - t0;
+  s->last_bytes = bytes;
   return (double) bytes / t;
 }
 
@@ -506,6 +514,7 @@ nb_run (struct side *s, const struct options *o, bool write, uint8_t *bufs,
       error = true;
   }
   t = now () - t0;
+  s->last_bytes = bytes;
   return error ? -1 : (double) bytes / t;
 }
 
@@ -515,6 +524,34 @@ run (struct side *s, const struct options *o, bool write, uint8_t *bufs,
      size_t count, double secs)
 {
   return s->run (s, o, write, bufs, count, secs);
+}
+
+/* CPU time (user + system) this process has used, in seconds: all its
+ * threads, so during a run of one side that side's library, its I/O or
+ * polling threads and this program's callbacks. */
+static double
+cpu_now (void)
+{
+  struct rusage ru;
+
+  getrusage (RUSAGE_SELF, &ru);
+  return (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6 +
+    (double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6;
+}
+
+/* A timed run of side S that also adds the client CPU time it took and
+ * the bytes it moved to *CPU and *BYTES. */
+static double
+run_counted (struct side *s, const struct options *o, bool write,
+             uint8_t *bufs, size_t count, double secs, double *cpu,
+             double *bytes)
+{
+  double c0 = cpu_now (), r;
+
+  r = run (s, o, write, bufs, count, secs);
+  *cpu += cpu_now () - c0;
+  *bytes += (double) s->last_bytes;
+  return r;
 }
 
 /* ---- setup ---- */
@@ -738,6 +775,9 @@ int
 main (int argc, char **argv)
 {
   size_t sizes[2] = { 4096, 128 * 1024 }, nsizes = 2, maxsize;
+  /* Client CPU seconds and bytes moved in the timed rounds, per request
+   * size, per direction (write, read), per side (libstabledif, baseline). */
+  double cpu_used[2][2][2] = { { { 0 } } }, bytes_moved[2][2][2] = { { { 0 } } };
   struct options o;
   struct side sd = { 0 }, nb = { 0 };
   uint8_t *wbufs = NULL, *rbufs = NULL;
@@ -825,9 +865,11 @@ main (int argc, char **argv)
         if (o.only != -1 && o.only != w)
           continue;
         if (o.side != 1)
-          a = run (&sd, &o, w == 0, b, sizes[k], o.round_secs);
+          a = run_counted (&sd, &o, w == 0, b, sizes[k], o.round_secs,
+                           &cpu_used[k][w][0], &bytes_moved[k][w][0]);
         if (o.side != 0)
-          c = run (&nb, &o, w == 0, b, sizes[k], o.round_secs);
+          c = run_counted (&nb, &o, w == 0, b, sizes[k], o.round_secs,
+                           &cpu_used[k][w][1], &bytes_moved[k][w][1]);
         if (a < 0 || c < 0)
           goto out;
         if (a > best[w][0]) best[w][0] = a;
@@ -852,6 +894,29 @@ main (int argc, char **argv)
       if (ratio < TARGET)
         missed = true;
     }
+  }
+  /* For information: what each side's client costs per byte, over all
+   * its timed rounds.  Steadier than the throughputs on a shared machine
+   * (it does not depend on how long the other processes kept the CPUs),
+   * and it shows how much of a throughput ratio the client explains. */
+  if (o.side == -1) {
+    printf ("\nclient CPU (user + system) per MB moved, all rounds, for "
+            "information:\n%-16s %14s %14s %8s\n", "", "libstabledif",
+            "baseline", "sd/base");
+    for (k = 0; k < nsizes; k++)
+      for (int w = 0; w < 2; w++) {
+        const double *cpu = cpu_used[k][w], *moved = bytes_moved[k][w];
+        char label[32];
+        if (o.only != -1 && o.only != w)
+          continue;
+        if (moved[0] <= 0 || moved[1] <= 0)
+          continue;
+        snprintf (label, sizeof label, "%s %zu KiB",
+                  w == 0 ? "write" : "read", sizes[k] / 1024);
+        printf ("%-16s %8.3f ms/MB %8.3f ms/MB %7.2fx\n", label,
+                cpu[0] / moved[0] * 1e9, cpu[1] / moved[1] * 1e9,
+                (cpu[0] / moved[0]) / (cpu[1] / moved[1]));
+      }
   }
   status = o.check && missed ? 1 : 0;
 

@@ -99,7 +99,8 @@ tables='
 
 # The summary of RUNS runs (awk, over their tables): the ratio of every
 # row as lowest, median and highest; exit status 1 if a median is below
-# the target.  A variable, not a function: nbdkit --run's /bin/sh does
+# the target.  Then, for information, the same for the client CPU per MB
+# of libstabledif over the baseline's (the second table of each run).  A variable, not a function: nbdkit --run's /bin/sh does
 # not pass bash functions on.
 summarize_awk='
     $1 ~ /^(write|read)$/ && $5 == "MB/s" && $8 ~ /x$/ {
@@ -108,24 +109,40 @@ summarize_awk='
       r[row, ++n[row]] = substr($8, 1, length($8) - 1) + 0
       target = substr($9, 1, length($9) - 1) + 0
     }
+    $1 ~ /^(write|read)$/ && $5 == "ms/MB" && $8 ~ /x$/ {
+      row = $1 " " $2 " " $3
+      c[row, ++cn[row]] = substr($8, 1, length($8) - 1) + 0
+    }
+    # The lowest, median and highest of the K values V[ROW, 1..K], sorted
+    # in place (few: insertion sort), as "lowest median highest".
+    function spread(v, row, k,    a, b, t) {
+      for (a = 2; a <= k; a++)
+        for (b = a; b > 1 && v[row, b - 1] > v[row, b]; b--) {
+          t = v[row, b]; v[row, b] = v[row, b - 1]; v[row, b - 1] = t
+        }
+      return v[row, 1] " " (k % 2 ? v[row, (k + 1) / 2] \
+        : (v[row, k / 2] + v[row, k / 2 + 1]) / 2) " " v[row, k]
+    }
     END {
       printf "%-16s %6s %8s %8s %8s\n", "", "runs", "lowest", "median", "highest"
       bad = 0
       for (i = 1; i <= rows; i++) {
         row = order[i]; k = n[row]
-        # Sort the ratios of ROW (few: insertion sort).
-        for (a = 2; a <= k; a++)
-          for (b = a; b > 1 && r[row, b - 1] > r[row, b]; b--) {
-            t = r[row, b]; r[row, b] = r[row, b - 1]; r[row, b - 1] = t
-          }
-        med = k % 2 ? r[row, (k + 1) / 2] \
-          : (r[row, k / 2] + r[row, k / 2 + 1]) / 2
+        split(spread(r, row, k), q, " ")
+        med = q[2] + 0
         miss = med < target
         bad = bad || miss
         printf "%-16s %6d %7.2fx %7.2fx %7.2fx   target %.2fx%s\n", row, k,
-          r[row, 1], med, r[row, k], target, miss ? "  MISSED" : ""
+          q[1], med, q[3], target, miss ? "  MISSED" : ""
       }
       if (rows == 0) { print "no table rows found"; exit 2 }
+      printf "\nclient CPU per MB, libstabledif / baseline (for information):\n"
+      for (i = 1; i <= rows; i++) {
+        row = order[i]; k = cn[row]
+        if (k == 0) continue
+        split(spread(c, row, k), q, " ")
+        printf "%-16s %6d %7.2fx %7.2fx %7.2fx\n", row, k, q[1], q[2], q[3]
+      }
       exit bad
     }'
 export RUNS summarize_awk RUNS_LOG="$(mktemp "${TMPDIR:-/tmp}/dif-view-runs.XXXXXX")"

@@ -31,6 +31,19 @@ for args in "" "--submit thread" "--policy snapshot" "--policy wait-sent --depth
     grep -q "^$row .* MB/s .* MB/s .*x" "$out" ||
       { cat "$out"; fail "bench-dif-view $args: no row \"$row\""; }
   done
+  # The client CPU table: every row, its ratio the quotient of its two
+  # figures.
+  python3 - "$out" <<'EOF' || { cat "$out"; fail "bench-dif-view $args: CPU table"; }
+import re, sys
+text = open(sys.argv[1]).read()
+assert "client CPU (user + system) per MB moved" in text
+for row in ["write 4 KiB", "read 4 KiB", "write 128 KiB", "read 128 KiB"]:
+    m = re.search(r"^%s +([0-9.]+) ms/MB +([0-9.]+) ms/MB +([0-9.]+)x$" % row,
+                  text, re.M)
+    assert m, row
+    a, b, q = (float(m.group(i)) for i in (1, 2, 3))
+    assert a > 0 and b > 0 and abs(q - a / b) <= 0.01 + 0.002 * q, (row, a, b, q)
+EOF
   case $args in
     *"--submit thread"*) mode='the main thread' ;;
     *) mode='completion callbacks' ;;
@@ -55,6 +68,7 @@ run_bench --size 8192 --only read --side libstabledif > "$out" 2>&1 ||
   { cat "$out"; fail "bench-dif-view --side"; }
 grep -q '^read 8 KiB: .* MB/s' "$out" || { cat "$out"; fail "--side output"; }
 if grep -q '^write' "$out"; then cat "$out"; fail "--only read timed writes"; fi
+if grep -q 'ms/MB' "$out"; then cat "$out"; fail "--side printed a CPU comparison"; fi
 # ... and the baseline alone, on two handles.
 run_bench --connections 2 --size 8192 --only write --side baseline > "$out" 2>&1 ||
   { cat "$out"; fail "bench-dif-view --side baseline --connections 2"; }
@@ -112,6 +126,16 @@ for row in rows:
     assert bool(m.group(4)) == (statistics.median(got) < 0.85 - 0.006) or \
         abs(statistics.median(got) - 0.85) < 0.006, row
     missed = missed or bool(m.group(4))
+    # The client CPU ratios of the runs: lowest, median, highest.
+    cpu = [float(x) for x in re.findall(
+        r"^%s +\S+ ms/MB +\S+ ms/MB +([0-9.]+)x$" % row, runs, re.M)]
+    assert len(cpu) == 2, (row, cpu)
+    m = re.search(r"^%s +2 +([0-9.]+)x +([0-9.]+)x +([0-9.]+)x$" % row,
+                  summary.split("client CPU per MB")[1], re.M)
+    assert m, ("cpu", row)
+    lo, med, hi = (float(m.group(i)) for i in (1, 2, 3))
+    assert abs(lo - min(cpu)) < 0.006 and abs(hi - max(cpu)) < 0.006, row
+    assert abs(med - statistics.median(cpu)) < 0.006, (row, med, cpu)
 assert missed == (sys.argv[2] == "1"), "exit status and MISSED disagree"
 EOF
 for bad in 0 x 2x; do
