@@ -34,8 +34,12 @@ nbd_failed (const char *what)
 static int
 negotiate (struct nbd_handle *nbd, const char *uri)
 {
+  /* No zeroing of read buffers by libnbd: every read checks that its
+   * reply covered each byte once (libstabledif-cover.c) and verifies
+   * what it read, so that pass over every buffer would be wasted. */
   if (nbd_set_full_info (nbd, true) == -1 ||
-      nbd_set_opt_mode (nbd, true) == -1)
+      nbd_set_opt_mode (nbd, true) == -1 ||
+      nbd_set_pread_initialize (nbd, false) == -1)
     return nbd_failed ("setting up libnbd");
   if (nbd_connect_uri (nbd, uri) == -1)
     return nbd_failed (uri);

@@ -156,6 +156,49 @@ uint64_t layout_split (const struct pi_params *p, const uint8_t *ext,
                        uint64_t lba, struct pi_verify_stats *stats,
                        pi_error_fn fn, void *opaque);
 
+/* ---- read coverage (libstabledif-cover.c) ------------------------- */
+
+/* One range of bytes a read's reply covered, relative to the start of
+ * the request's wire range. */
+struct cover_range {
+  uint64_t start;               /* first byte */
+  uint64_t end;                 /* one past the last byte */
+};
+
+/* Ranges held without an allocation (a reply in order needs one). */
+#define COVER_INLINE 4
+
+/* The bytes of one read request's wire range that reply chunks covered:
+ * sorted, disjoint ranges, each merged with the ranges it touches. */
+struct cover {
+  struct cover_range *r;        /* the ranges: INLINE_R or allocated */
+  size_t n;                     /* ranges in use */
+  size_t cap;                   /* ranges R can hold */
+  bool bad;                     /* a chunk overlapped covered bytes, lay
+                                   outside the request, or memory ran
+                                   out: the reply cannot be trusted */
+  struct cover_range inline_r[COVER_INLINE]; /* the first ranges */
+};
+
+/* Set C to cover nothing (before the first cover_add). */
+void cover_init (struct cover *c);
+
+/* Release what C allocated; C covers nothing again. */
+void cover_free (struct cover *c);
+
+/* Add the LEN bytes at START (relative to the request) that one reply
+ * chunk filled, of a request of TOTAL bytes.  Returns 0, or -1 and marks
+ * C bad if they overlap bytes already covered or lie outside the request
+ * (or memory ran out).  LEN 0 adds nothing. */
+int cover_add (struct cover *c, uint64_t start, uint64_t len,
+               uint64_t total);
+
+/* Whether C covers exactly [0, TOTAL), each byte once. */
+bool cover_full (const struct cover *c, uint64_t total);
+
+/* How many bytes C covers (for messages). */
+uint64_t cover_bytes (const struct cover *c);
+
 /* ---- forensics (libstabledif-forensics.c) -------------------------- */
 
 /* Compare LEN bytes at BEFORE (what was checksummed) and AFTER (what was
@@ -227,6 +270,8 @@ struct request {
   /* Reads. */
   uint8_t *dst;                 /* the caller's data buffer */
   uint8_t *pi;                  /* the caller's tuple buffer, or NULL */
+  struct cover cover;           /* what the reply chunks filled (libnbd
+                                   does not zero the buffer first) */
 
   /* Writes and reads. */
   uint8_t *ext;                 /* extended blocks owned by the request,
@@ -431,6 +476,12 @@ void write_complete (struct request *r);
 
 /* I/O thread: issue R's commands. */
 void read_issue (struct request *r);
+
+/* nbd_chunk_callback of R's read commands (USER_DATA is R): add the
+ * bytes a reply chunk filled to R's coverage; a chunk that overlaps
+ * bytes already filled, or lies outside R, fails its command (EPROTO). */
+int read_chunk (void *user_data, const void *subbuf, size_t count,
+                uint64_t offset, unsigned status, int *error);
 
 /* I/O thread: R's last command completed: verify and split (lock taken
  * inside for counters). */

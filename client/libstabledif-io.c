@@ -174,6 +174,7 @@ io_request_free (struct request *r)
   free (r->bounce);
   free (r->tuples);
   free (r->ext);
+  cover_free (&r->cover);
   forensics_free (r->changed, r->nchanged);
   free (r->msg);
   free (r);
@@ -381,9 +382,16 @@ io_issue_chunks (struct request *r)
     if (r->op == IO_WRITE)
       c = nbd_aio_pwrite (r->conn->nbd, r->wire + off, len, base + off, cb,
                           r->nbd_flags);
-    else
-      c = nbd_aio_pread (r->conn->nbd, (r->ext ? r->ext : r->dst) + off, len,
-                         base + off, cb, 0);
+    else {
+      /* Each chunk of the reply says which bytes it filled: libnbd does
+       * not zero the buffer first (see libstabledif-cover.c). */
+      nbd_chunk_callback chunk = {
+        .callback = read_chunk, .user_data = r, .free = NULL,
+      };
+      c = nbd_aio_pread_structured (r->conn->nbd,
+                                    (r->ext ? r->ext : r->dst) + off, len,
+                                    base + off, chunk, cb, 0);
+    }
     if (c == -1) {
       char msg[ERROR_MAX];
       snprintf (msg, sizeof msg, "%s: %s", r->fn, nbd_get_error ());

@@ -53,6 +53,7 @@ read_prepare (struct stabledif_handle *h, const char *fn, void *buf,
   r->nblocks = count / h->profile.interval;
   r->dst = buf;
   r->pi = pi;
+  cover_init (&r->cover);
   r->wire_count = r->nblocks * h->ext_size;
   if (h->profile.tuple > 0) {
     r->ext = io_buf_get (r->conn, r->wire_count, &r->ext_cap);
@@ -98,6 +99,24 @@ stabledif_pread (struct stabledif_handle *h, void *buf, size_t count,
   return io_wait_sync (r);
 }
 
+int
+read_chunk (void *user_data, const void *subbuf, size_t count,
+            uint64_t offset, unsigned status, int *error)
+{
+  struct request *r = user_data;
+  const uint64_t base = r->lba * r->h->ext_size;
+
+  (void) subbuf;
+  if (status != LIBNBD_READ_DATA && status != LIBNBD_READ_HOLE)
+    return 0;                   /* an error chunk fills nothing */
+  if (offset < base ||
+      cover_add (&r->cover, offset - base, count, r->wire_count) == -1) {
+    *error = EPROTO;
+    return -1;
+  }
+  return 0;
+}
+
 void
 read_issue (struct request *r)
 {
@@ -129,6 +148,14 @@ read_complete (struct request *r)
   struct verify_result v = { .failed = 0 };
   char msg[ERROR_MAX];
 
+  if (r->error == 0 && !cover_full (&r->cover, r->wire_count)) {
+    /* Bytes no chunk filled hold whatever the buffer held before. */
+    snprintf (msg, sizeof msg, "%s: the server's reply to a read at LBA %"
+              PRIu64 " filled %" PRIu64 " of its %" PRIu64 " bytes%s",
+              r->fn, r->lba, cover_bytes (&r->cover), r->wire_count,
+              r->cover.bad ? " (chunks overlapped or lay outside it)" : "");
+    io_request_fail (r, EIO, msg);
+  }
   if (r->error == 0 && r->ext) {
     layout_split (&h->pi, r->ext, r->dst, r->pi, r->nblocks, r->lba, NULL,
                   on_pi_error, &v);
