@@ -478,8 +478,9 @@ void write_complete (struct request *r);
 void read_issue (struct request *r);
 
 /* nbd_chunk_callback of R's read commands (USER_DATA is R): add the
- * bytes a reply chunk filled to R's coverage; a chunk that overlaps
- * bytes already filled, or lies outside R, fails its command (EPROTO). */
+ * bytes a reply chunk filled to R's coverage (a chunk that overlaps
+ * bytes already filled, or lies outside R, marks it bad: read_complete
+ * then fails R with EIO).  Always returns 0. */
 int read_chunk (void *user_data, const void *subbuf, size_t count,
                 uint64_t offset, unsigned status, int *error);
 

@@ -107,13 +107,15 @@ read_chunk (void *user_data, const void *subbuf, size_t count,
   const uint64_t base = r->lba * r->h->ext_size;
 
   (void) subbuf;
+  (void) error;
   if (status != LIBNBD_READ_DATA && status != LIBNBD_READ_HOLE)
     return 0;                   /* an error chunk fills nothing */
-  if (offset < base ||
-      cover_add (&r->cover, offset - base, count, r->wire_count) == -1) {
-    *error = EPROTO;
-    return -1;
-  }
+  /* A bad chunk marks the coverage bad; read_complete fails the request
+   * with one message whatever went wrong. */
+  if (offset < base)
+    r->cover.bad = true;
+  else
+    cover_add (&r->cover, offset - base, count, r->wire_count);
   return 0;
 }
 

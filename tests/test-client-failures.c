@@ -5,10 +5,19 @@
  *   test-client-failures URI eio-write
  *   test-client-failures URI eio-read
  *   test-client-failures URI lost PIDFILE
+ *   test-client-failures URI chunks-split|chunks-short|chunks-overlap
  *
  * lost: the program kills the server (its pid is in PIDFILE) while
  * requests are in flight; they must fail, later calls must fail with
  * ENOTCONN, and nothing may hang.
+ *
+ * chunks-*: the server is tests/nbd-chunky-server.py in that mode, and
+ * every read reply comes in chunks shaped on purpose.  libstabledif does
+ * not have libnbd zero its read buffers, so it must see for itself
+ * whether the chunks filled every byte once: out of order and complete
+ * (split) the read works and its data is the server's; half of it
+ * (short) or a block filled twice (overlap) fail the read with EIO, a
+ * message saying how much was filled, and a read error in the counters.
  */
 #include <config.h>
 
@@ -164,13 +173,56 @@ lost (const char *pidfile)
   free (b);
 }
 
+/* The data of block LBA on tests/nbd-chunky-server.py. */
+static uint8_t
+chunky_byte (uint64_t lba, uint32_t i)
+{
+  return (uint8_t) ((lba * 7 + i * 13) & 0xff);
+}
+
+static void
+chunks (const char *mode)
+{
+  enum { LBA = 4, N = 8 };
+  uint8_t *b = xmalloc (N * iv);
+  struct stabledif_stats st;
+  uint64_t k;
+  uint32_t i;
+
+  CHECK (iv == 512, "interval %" PRIu32 ", the server has 512", iv);
+  memset (b, 0x5a, N * iv);
+  if (strcmp (mode, "chunks-split") == 0) {
+    OK (stabledif_pread (h, b, N * iv, LBA * iv, NULL, 0));
+    for (k = 0; k < N; k++)
+      for (i = 0; i < iv; i++)
+        CHECK (b[k * iv + i] == chunky_byte (LBA + k, i),
+               "block %" PRIu64 " byte %" PRIu32 ": 0x%02x", LBA + k, i,
+               b[k * iv + i]);
+  }
+  else if (strcmp (mode, "chunks-short") == 0)
+    FAILS (stabledif_pread (h, b, N * iv, LBA * iv, NULL, 0), EIO,
+           "the server's reply to a read at LBA 4 filled 2080 of its 4160 "
+           "bytes");
+  else if (strcmp (mode, "chunks-overlap") == 0)
+    FAILS (stabledif_pread (h, b, N * iv, LBA * iv, NULL, 0), EIO,
+           "(chunks overlapped or lay outside it)");
+  else
+    CHECK (false, "unknown mode %s", mode);
+  OK (stabledif_get_stats (h, &st));
+  CHECK (st.reads == 1 && st.read_pi_errors == 0 &&
+         st.read_errors == (strcmp (mode, "chunks-split") != 0),
+         "stats: %" PRIu64 " reads, %" PRIu64 " errors, %" PRIu64
+         " PI errors", st.reads, st.read_errors, st.read_pi_errors);
+  free (b);
+}
+
 int
 main (int argc, char *argv[])
 {
   progname = "test-client-failures";
   if (argc < 3) {
-    fprintf (stderr, "usage: %s URI eio-write|eio-read|lost [PIDFILE]\n",
-             progname);
+    fprintf (stderr, "usage: %s URI eio-write|eio-read|lost [PIDFILE]|"
+             "chunks-split|chunks-short|chunks-overlap\n", progname);
     exit (EXIT_FAILURE);
   }
   h = stabledif_create ();
@@ -184,6 +236,8 @@ main (int argc, char *argv[])
     eio_read ();
   else if (strcmp (argv[2], "lost") == 0 && argc == 4)
     lost (argv[3]);
+  else if (strncmp (argv[2], "chunks-", 7) == 0)
+    chunks (argv[2]);
   else
     CHECK (false, "unknown mode %s", argv[2]);
 

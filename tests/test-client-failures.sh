@@ -19,3 +19,17 @@ run_nbdkit -U - --exit-with-parent --filter=error "$PLUGIN" size=1M \
 serve_killable size=1M ctl=none
 $F "nbd+unix:///?socket=$sock" lost "$pidfile" || fail "lost"
 wait "$bg" || :
+
+# Read replies in chunks shaped on purpose (tests/nbd-chunky-server.py,
+# one client each): complete but out of order, half of the bytes, one
+# block filled twice.  libstabledif has libnbd leave its read buffers
+# alone, so it must judge the chunks itself.
+chunky=${srcdir:-$(dirname "$0")}/nbd-chunky-server.py
+for mode in split short overlap; do
+  s=$tmpdir/chunky-$mode.sock
+  python3 "$chunky" "$s" "$mode" & srv=$!
+  for i in $(seq 100); do [ -S "$s" ] && break; sleep 0.1; done
+  [ -S "$s" ] || fail "nbd-chunky-server.py $mode did not start"
+  $F "nbd+unix:///dif?socket=$s" "chunks-$mode" || fail "chunks-$mode"
+  wait "$srv" || fail "nbd-chunky-server.py $mode failed"
+done
