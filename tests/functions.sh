@@ -139,8 +139,23 @@ fi
 
 # run_nbdkit ARGS...: nbdkit (with the preload above if needed, under
 # valgrind in valgrind mode), cut off after $STABLEDIF_TEST_TIMEOUT
-# seconds.  Use it for every nbdkit run.
+# seconds.  Use it for every nbdkit run.  "-U -" becomes a socket in the
+# test's directory: nbdkit 1.32 makes a directory in /tmp for "-U -"
+# (whatever TMPDIR says) before the plugin is configured, and leaves it
+# behind when it exits because the configuration failed -- which tests of
+# bad parameters do on purpose.
 run_nbdkit () {
+  local args=()
+  while [ $# -gt 0 ]; do
+    if [ "$1" = -U ] && [ "${2-}" = - ]; then
+      args+=(-U "$(mktemp -u "$tmpdir/nbdkit.XXXXXX")")
+      shift 2
+    else
+      args+=("$1")
+      shift
+    fi
+  done
+  set -- ${args[@]+"${args[@]}"}
   if [ -n "$nbdkit_preload" ]; then
     LD_PRELOAD="$nbdkit_preload${LD_PRELOAD:+ $LD_PRELOAD}" \
       STABLEDIF_RUN_ASAN_OPTIONS=$(sanitizer_options ASAN_OPTIONS) \
