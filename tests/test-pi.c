@@ -85,6 +85,12 @@ true_guard (const struct pi_format *f, const void *data, size_t len)
   return crc64_nvme_bitwise (0, data, len);
 }
 
+/* Every format F (format none too, counted by I) with every interval IV
+ * of 512 and 4096 it allows. */
+#define FOR_EACH_FORMAT_INTERVAL(i, f, iv)                              \
+  for (i = 0; (f = pi_format_at (i)) != NULL; i++)                      \
+    for (uint32_t iv = f->needs_4k ? 4096 : 512; iv <= 4096; iv *= 8)
+
 /* The PI formats that have a tuple. */
 static const char *const pi_names[] = {
   "T10-DIF-TYPE1-CRC", "T10-DIF-TYPE2-CRC", "T10-DIF-TYPE3-CRC",
@@ -1185,8 +1191,7 @@ START_TEST (test_split_join)
   const struct pi_format *f;
   size_t i, b;
 
-  for (i = 0; (f = pi_format_at (i)) != NULL; i++)
-  for (uint32_t iv = f->needs_4k ? 4096 : 512; iv <= 4096; iv *= 8) {
+  FOR_EACH_FORMAT_INTERVAL (i, f, iv) {
     struct pi_params p = { .format = f, .interval = iv };
     const size_t es = pi_ext_size (&p), ts = f->tuple_size;
 
@@ -1271,8 +1276,7 @@ START_TEST (test_verify_split)
   size_t i, c, r;
 
   rng_seed (41);
-  for (i = 0; (f = pi_format_at (i)) != NULL; i++)
-  for (uint32_t iv = f->needs_4k ? 4096 : 512; iv <= 4096; iv *= 8) {
+  FOR_EACH_FORMAT_INTERVAL (i, f, iv) {
     struct pi_params p = params (f->name, iv);
     const size_t es = pi_ext_size (&p), ts = f->tuple_size;
     uint8_t *ext = malloc (N * es);
@@ -1343,8 +1347,7 @@ START_TEST (test_generate_copy)
   size_t i, c, b;
 
   rng_seed (42);
-  for (i = 0; (f = pi_format_at (i)) != NULL; i++)
-  for (uint32_t iv = f->needs_4k ? 4096 : 512; iv <= 4096; iv *= 8) {
+  FOR_EACH_FORMAT_INTERVAL (i, f, iv) {
     struct pi_params p = params (f->name, iv);
     const size_t es = pi_ext_size (&p), ts = f->tuple_size;
     uint8_t *src = malloc (N * iv), *copy = malloc (N * es + 1);

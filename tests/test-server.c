@@ -551,6 +551,29 @@ START_TEST (dif_rejects_bad_guard)
 }
 END_TEST
 
+/* The same on the file= store, which has no write_ext: the disk splits
+ * data and tuples apart in the pass that verifies them, and must still
+ * store nothing of a rejected write (read back from the files). */
+START_TEST (dif_rejects_on_file_store)
+{
+  const char *t = getenv ("TMPDIR");
+  char dir[256], file[300], cmd[400];
+  struct disk_config cfg;
+  struct disk *d;
+
+  snprintf (dir, sizeof dir, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
+  ck_assert_ptr_nonnull (mkdtemp (dir));
+  snprintf (file, sizeof file, "%s/disk", dir);
+  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
+  base_config (&cfg, cases[_i].format, cases[_i].interval, 16);
+  cfg.file = file;
+  d = open_config (&cfg);
+  rejected_write (d, BAD_GUARD);
+  disk_close (d);
+  ck_assert_int_eq (system (cmd), 0);
+}
+END_TEST
+
 START_TEST (dif_rejects_bad_ref)
 {
   /* Types 1 and 2 only: cases 0-3 and 6. */
@@ -1615,6 +1638,7 @@ server_suite (void)
   tcase_add_test (tc, data_write_hand_built_tuple);
   tcase_add_loop_test (tc, dif_write_roundtrip, 0, NR_CASES);
   tcase_add_loop_test (tc, dif_rejects_bad_guard, 0, NR_PI_CASES);
+  tcase_add_loop_test (tc, dif_rejects_on_file_store, 0, NR_PI_CASES);
   tcase_add_loop_test (tc, dif_rejects_bad_ref, 0, 5);
   tcase_add_loop_test (tc, dif_rejects_bad_app, 0, NR_PI_CASES);
   tcase_add_loop_test (tc, app_tag_mask, 0, NR_PI_CASES);
