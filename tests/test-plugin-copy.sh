@@ -45,9 +45,15 @@ for params in "format=T10-DIF-TYPE1-CRC" \
   echo "ok: $params: qemu-img"
 
   # qemu-img compare notices a difference (the test above can fail).
+  # The changed byte is the source's byte with every bit flipped: a fixed
+  # value would equal the random byte there once in 256 runs.
   cp "$in" "$tmpdir/changed.img"
-  printf 'X' | dd of="$tmpdir/changed.img" bs=1 seek=123457 conv=notrunc \
-                  status=none
+  b=$(od -An -tu1 -j 123457 -N 1 "$in" | tr -d ' ')
+  # shellcheck disable=SC2059 # the format is the octal escape itself
+  printf "$(printf '\\%03o' $(( b ^ 0xff )))" |
+    dd of="$tmpdir/changed.img" bs=1 seek=123457 conv=notrunc status=none
+  [ "$(cmp -l "$in" "$tmpdir/changed.img" | wc -l)" = 1 ] ||
+    fail "changed.img does not differ from the source in one byte"
   if serve "$@" -- '
        u="nbd+unix:///data?socket=$unixsocket"
        '"$QEMU_IMG"' convert -n -f raw -O raw "'"$in"'" "$u" &&
