@@ -38,11 +38,13 @@ command -v "$FIO" >/dev/null || { echo "$0: fio not found" >&2; exit 2; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/fio-data-view.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# The measuring part, run with both servers up: $SD_URI and $MEM_URI.
+# The measuring part, run with both servers up: $SD_URI and $MEM_URI,
+# their process IDs in $TMP/sd.pid and $TMP/mem.pid.
 cat > "$tmp/measure.sh" <<'EOF'
 set -euo pipefail
-# fio_bw URI RW BS [extra fio args...] -> bandwidth in bytes/s
-fio_bw () {
+# fio_run URI RW BS [extra fio args...] -> "bandwidth bytes" (bytes/s and
+# bytes moved)
+fio_run () {
   local uri=$1 rw=$2 bs=$3; shift 3
   "$FIO" --name=job --ioengine=nbd --uri="$uri" --rw="$rw" --bs="$bs" \
     --iodepth=32 --size="$SIZE" --output-format=json "$@" \
@@ -50,27 +52,64 @@ fio_bw () {
   python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))["jobs"][0]
-print(int((j["read"]["bw_bytes"] + j["write"]["bw_bytes"])))' "$TMP/fio.json"
+print(int(j["read"]["bw_bytes"] + j["write"]["bw_bytes"]),
+      int(j["read"]["io_bytes"] + j["write"]["io_bytes"]))' "$TMP/fio.json"
+}
+# CPU time (user + system, clock ticks) a server has used so far, all
+# its threads.
+cpu_ticks () {
+  awk '{ print $14 + $15 }' "/proc/$(cat "$1")/stat"
+}
+# measure SIDE URI RW BS: one timed run of job $j; sets bw (bytes/s) and
+# adds the bytes moved and the server's CPU ticks to bytes_SIDE[$j] and
+# ticks_SIDE[$j].
+measure () {
+  local side=$1 uri=$2 rw=$3 bs=$4 t0 t1 out
+  t0=$(cpu_ticks "$TMP/$side.pid")
+  out=$(fio_run "$uri" "$rw" "$bs" --runtime="$RUNTIME" --time_based)
+  t1=$(cpu_ticks "$TMP/$side.pid")
+  bw=${out% *}
+  eval "bytes_$side[\$j]=\$(( bytes_$side[\$j] + ${out#* } ))"
+  eval "ticks_$side[\$j]=\$(( ticks_$side[\$j] + t1 - t0 ))"
 }
 
 echo "filling both devices ($SIZE each) ..."
-fio_bw "$SD_URI" write 1M >/dev/null
-fio_bw "$MEM_URI" write 1M >/dev/null
+fio_run "$SD_URI" write 1M >/dev/null
+fio_run "$MEM_URI" write 1M >/dev/null
 
 jobs="write:128k read:128k randwrite:4k randread:4k"
-declare -A best_sd best_mem
-for j in $jobs; do best_sd[$j]=0; best_mem[$j]=0; done
+declare -A best_sd best_mem bytes_sd bytes_mem ticks_sd ticks_mem
+for j in $jobs; do
+  best_sd[$j]=0; best_mem[$j]=0
+  bytes_sd[$j]=0; bytes_mem[$j]=0; ticks_sd[$j]=0; ticks_mem[$j]=0
+done
 for r in $(seq 1 "$ROUNDS"); do
   for j in $jobs; do
     rw=${j%%:*} bs=${j#*:}
-    a=$(fio_bw "$SD_URI" "$rw" "$bs" --runtime="$RUNTIME" --time_based)
-    b=$(fio_bw "$MEM_URI" "$rw" "$bs" --runtime="$RUNTIME" --time_based)
+    measure sd "$SD_URI" "$rw" "$bs"; a=$bw
+    measure mem "$MEM_URI" "$rw" "$bs"; b=$bw
     [ "$a" -gt "${best_sd[$j]}" ] && best_sd[$j]=$a
     [ "$b" -gt "${best_mem[$j]}" ] && best_mem[$j]=$b
     awk -v r="$r" -v j="$j" -v a="$a" -v b="$b" 'BEGIN {
       printf "  round %d %-14s stabledif %9.1f MB/s  memory %9.1f MB/s\n",
         r, j, a / 1e6, b / 1e6 }'
   done
+done
+
+# The servers' CPU per GB moved, over every round: steadier than
+# throughput on a shared machine, and it shows what the server itself
+# costs (fio's share of the CPUs is the same on both sides).
+hz=$(getconf CLK_TCK)
+echo
+echo "server CPU (user + system, all threads) per GB moved, all $ROUNDS rounds:"
+printf '%-16s %14s %14s %8s\n' job stabledif memory sd/mem
+for j in $jobs; do
+  awk -v j="$j" -v hz="$hz" -v ta="${ticks_sd[$j]}" -v ba="${bytes_sd[$j]}" \
+      -v tb="${ticks_mem[$j]}" -v bb="${bytes_mem[$j]}" 'BEGIN {
+    a = ba > 0 ? ta * 1000 / hz / (ba / 1e9) : 0
+    b = bb > 0 ? tb * 1000 / hz / (bb / 1e9) : 0
+    printf "%-16s %8.0f ms/GB %8.0f ms/GB %7.2fx\n", j, a, b,
+      (b > 0 ? a / b : 0) }'
 done
 
 echo
@@ -90,8 +129,10 @@ EOF
 
 export FIO SIZE RUNTIME ROUNDS FORMAT NBDKIT TMP=$tmp PLUGIN=$plugin
 # Nested --run: each server stops when the command inside it ends.
-timeout 3600 "$NBDKIT" -U - memory size="$SIZE" --run '
+timeout 3600 "$NBDKIT" -U "$tmp/mem.sock" -P "$tmp/mem.pid" memory \
+  size="$SIZE" --run '
   export MEM_URI="$uri"
-  timeout 3600 "$NBDKIT" -U - "$PLUGIN" size="$SIZE" format="$FORMAT" \
-    ctl=none --run "SD_URI=\"\$uri\" bash \"\$TMP/measure.sh\""
+  timeout 3600 "$NBDKIT" -U "$TMP/sd.sock" -P "$TMP/sd.pid" "$PLUGIN" \
+    size="$SIZE" format="$FORMAT" ctl=none \
+    --run "SD_URI=\"\$uri\" bash \"\$TMP/measure.sh\""
 '

@@ -129,10 +129,12 @@ ORIG="$tmpdir/raw.orig" run_nbdsh "$tmpdir/adopt.py" size=64K file="$f"
 cmp "$f" "$tmpdir/raw.orig" || fail "adopt: the image changed"
 
 # A second nbdkit on the same files is refused while the first runs; the
-# first one keeps serving.
+# first one keeps serving.  (Its socket is in $tmpdir: with "-U -" an
+# nbdkit whose configuration fails leaves its /tmp directory behind.)
 f="$tmpdir/locked"
 serve 1M file="$f" -- '
-  if LD_PRELOAD="'"$nbdkit_preload"'" "'"$NBDKIT"'" -U - "'"$PLUGIN"'" \
+  if LD_PRELOAD="'"$nbdkit_preload"'" "'"$NBDKIT"'" \
+       -U "'"$tmpdir/second.sock"'" "'"$PLUGIN"'" \
        1M file="'"$f"'" --run true \
        2>"'"$tmpdir/second.err"'"; then
     echo "second nbdkit started on the same file"; exit 1
