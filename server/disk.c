@@ -501,6 +501,47 @@ write_partial (struct disk *d, uint64_t lba, struct partial *p, bool fua)
   return d->store->ops->write (d->store, lba, 1, p->data, p->tuple, fua);
 }
 
+/* Where the whole blocks of a data view write come from (write_run). */
+struct write_in {
+  const struct pi_params *pi;   /* the disk's PI parameters */
+  const uint8_t *src;           /* the next run's data, caller's buffer */
+};
+
+/* store_fill_fn: copy one run of the caller's data into the store and
+ * generate its tuples in the same pass. */
+static void
+write_run (void *opaque, uint64_t lba, uint64_t nblocks, uint8_t *data,
+           uint8_t *pi)
+{
+  struct write_in *w = opaque;
+
+  pi_generate_copy (w->pi, w->src, data, w->pi->interval, pi,
+                    w->pi->format->tuple_size, nblocks, lba);
+  w->src += nblocks * w->pi->interval;
+}
+
+/* Store the whole blocks of a data view write (span S of BUF) with new
+ * PI, under the caller's lock: straight into the store in one pass if it
+ * lends its memory (write_in_place), else with PI (S->mid_n tuples, made
+ * from BUF before the lock was taken) through write. */
+static int
+write_mid (struct disk *d, const struct span *s, const uint8_t *buf,
+           const uint8_t *pi, bool fua)
+{
+  struct write_in w = { .pi = &d->pi, .src = buf + s->mid_at };
+  int r;
+
+  if (pi == NULL && has_pi (d))
+    r = d->store->ops->write_in_place (d->store, s->mid_lba, s->mid_n,
+                                       write_run, &w, fua);
+  else
+    r = d->store->ops->write (d->store, s->mid_lba, s->mid_n,
+                              buf + s->mid_at, pi, fua);
+  if (r == 0 && has_pi (d))
+    stats_add (&d->stats.c.blocks_generated, s->mid_n);
+  return r;
+}
+
 /* data view write, zero or trim (OP).  BUF is the data for a write and
  * NULL otherwise.  Whole blocks are written with generated PI (write) or
  * zeroed (zero, trim); partial blocks are merged (write), merged with
@@ -532,16 +573,16 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
   /* FUA on a single store call is enough; several get one flush. */
   piece_fua = fua && pieces == 1;
 
-  /* Whole blocks of a write: PI from the caller's buffer, before the
-   * lock is taken. */
-  if (op == STATS_OP_WRITE && s.mid_n > 0 && tu > 0) {
+  /* Whole blocks of a write to a store that does not lend its memory:
+   * PI from the caller's buffer, before the lock is taken. */
+  if (op == STATS_OP_WRITE && s.mid_n > 0 && tu > 0 &&
+      d->store->ops->write_in_place == NULL) {
     pi = malloc (s.mid_n * tu);
     if (pi == NULL) {
       disk_error (&d->cfg, "data view write: %m");
       return -1;
     }
     pi_generate_sep (&d->pi, buf + s.mid_at, pi, s.mid_n, s.mid_lba);
-    stats_add (&d->stats.c.blocks_generated, s.mid_n);
   }
 
   lock_blocks (d, &h, s.first, s.nblocks, true);
@@ -574,8 +615,7 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
   }
   if (r == 0 && s.mid_n) {
     if (op == STATS_OP_WRITE)
-      r = d->store->ops->write (d->store, s.mid_lba, s.mid_n,
-                                buf + s.mid_at, pi, piece_fua);
+      r = write_mid (d, &s, buf, pi, piece_fua);
     else
       r = d->store->ops->zero (d->store, s.mid_lba, s.mid_n, piece_fua);
   }

@@ -229,6 +229,29 @@ mem_write (struct store *s, uint64_t lba, uint64_t nblocks,
   return 0;
 }
 
+/* store_ops.write_in_place: one run per chunk, allocated as mem_write
+ * allocates it. */
+static int
+mem_write_in_place (struct store *s, uint64_t lba, uint64_t nblocks,
+                    store_fill_fn fn, void *opaque, bool fua)
+{
+  struct store_memory *m = (struct store_memory *) s;
+  const size_t iv = s->geom.interval, tu = s->tuple;
+
+  while (nblocks > 0) {
+    uint64_t n = run_in_chunk (m, lba, nblocks);
+    uint64_t b = block_in_chunk (m, lba);
+    uint8_t *c = chunk_get (m, lba / m->blocks_per_chunk);
+
+    if (c == NULL)
+      return -1;
+    fn (opaque, lba, n, c + b * iv, c + CHUNK_BYTES + b * tu);
+    lba += n;
+    nblocks -= n;
+  }
+  return 0;
+}
+
 /* store_ops.read_ext: blocks of unwritten chunks read as zeros with
  * all-ones tuples, like mem_read. */
 static int
@@ -389,6 +412,7 @@ static const struct store_ops memory_ops = {
   .write = mem_write,
   .read_ext = mem_read_ext,
   .write_ext = mem_write_ext,
+  .write_in_place = mem_write_in_place,
   .zero = mem_zero,
   .flush = mem_flush,
   .extent = mem_extent,

@@ -33,6 +33,13 @@ struct store_geometry {
 
 struct store;
 
+/* What store_ops.write_in_place calls for each run of blocks: NBLOCKS
+ * blocks from LBA, their data at DATA (nblocks * interval bytes) and
+ * their tuples packed at PI (nblocks * tuple bytes), both in the store's
+ * own memory, for FN to fill in completely. */
+typedef void (*store_fill_fn) (void *opaque, uint64_t lba, uint64_t nblocks,
+                               uint8_t *data, uint8_t *pi);
+
 /* The function table of one backend.  Every function returns 0 on success
  * or -1 with errno set after reporting the error through store->error.
  * Ranges are always inside the disk (the caller checks). */
@@ -59,6 +66,15 @@ struct store_ops {
   int (*write_ext) (struct store *s, uint64_t lba, uint64_t nblocks,
                     const uint8_t *ext, bool fua);
 
+  /* Optional (NULL: the caller builds the blocks and calls write).
+   * Store NBLOCKS blocks at LBA by lending their storage: call FN for
+   * consecutive runs that cover them, in LBA order; FN writes every byte
+   * of each run's data and tuples.  The caller's range lock keeps
+   * everyone else off these blocks meanwhile.  So a disk can copy the
+   * data in and compute its PI in one pass.  FUA as in write.  -1 (after
+   * reporting, e.g. ENOMEM) may leave earlier runs stored. */
+  int (*write_in_place) (struct store *s, uint64_t lba, uint64_t nblocks,
+                         store_fill_fn fn, void *opaque, bool fua);
   /* Make NBLOCKS blocks at LBA read as zeros with all-ones PI, releasing
    * their space where possible.  FUA as in write. */
   int (*zero) (struct store *s, uint64_t lba, uint64_t nblocks, bool fua);

@@ -947,6 +947,195 @@ START_TEST (zero_and_trim)
 }
 END_TEST
 
+/* A data view read from a partial block through whole blocks (written,
+ * corrupt, unwritten in an allocated chunk, in a chunk never allocated)
+ * to a partial block checks every block once, in LBA order: corrupt
+ * blocks in the head, the middle (at a chunk boundary) and the tail each
+ * give one event, in order, and fail the read once; unwritten blocks
+ * escape.  The memory store and the file store give the same answer. */
+static void
+read_checks_in_order (struct disk *d)
+{
+  const uint64_t iv = IV (d), B = 65536 / iv, nb = 5 * B;
+  const uint64_t bad[] = { 1, B, 2 * B + 2, nb - 1 };
+  const uint64_t offset = iv + 7, count = (nb - 1) * iv + 5 - offset;
+  uint8_t *w = xmalloc ((2 * B + 2) * iv), *buf = xmalloc (count);
+  struct stats_snapshot s0, s;
+  struct stats_event ev[8];
+  char want[64];
+  size_t nev, k;
+
+  fill (w, (2 * B + 2) * iv, 11);
+  must_write (d, &io_data, w, iv, (2 * B + 2) * iv);      /* 1 .. 2B+2 */
+  must_write (d, &io_data, w, (nb - 1) * iv, iv);         /* nb-1 */
+  for (k = 0; k < 4; k++)
+    ck_assert_int_eq (disk_inject (d, DISK_INJECT_GUARD, bad[k]), 0);
+
+  snap (d, &s0);
+  nev = stats_events_since (&d->stats, 0, ev, 8);
+  errors_reset ();
+  ck_assert_int_eq (disk_pread (d, &io_data, buf, count, offset), -1);
+  ck_assert_int_eq (errno, EIO);
+  snprintf (want, sizeof want, "4 of %" PRIu64 " blocks failed", nb - 1);
+  expect_one_error ("data view read", "LBA 1 fails the guard check", want,
+                    NULL);
+  snap (d, &s);
+  ck_assert_uint_eq (s.reads_failed - s0.reads_failed, 1);
+  ck_assert_uint_eq (s.read_errors[PI_CHECK_GUARD] -
+                     s0.read_errors[PI_CHECK_GUARD], 4);
+  ck_assert_uint_eq (s.blocks_verified - s0.blocks_verified, 2 * B + 3);
+  ck_assert_uint_eq (s.blocks_escaped - s0.blocks_escaped, 3 * B - 4);
+  ck_assert_uint_eq (stats_events_since (&d->stats, 0, ev, 8), nev + 4);
+  for (k = 0; k < 4; k++) {
+    ck_assert_uint_eq (ev[nev + k].lba, bad[k]);
+    ck_assert_int_eq (ev[nev + k].check, PI_CHECK_GUARD);
+    ck_assert_int_eq (ev[nev + k].op, STATS_OP_READ);
+    ck_assert_uint_eq (ev[nev + k].offset, offset);
+    ck_assert_uint_eq (ev[nev + k].length, count);
+  }
+
+  /* Without the corrupt blocks: the data written, zeros elsewhere. */
+  must_write (d, &io_data, w, iv, (2 * B + 2) * iv);
+  must_write (d, &io_data, w, (nb - 1) * iv, iv);
+  snap (d, &s0);
+  ck_assert_int_eq (disk_pread (d, &io_data, buf, count, offset), 0);
+  ck_assert_mem_eq (buf, w + 7, (2 * B + 2) * iv - 7);
+  for (k = (2 * B + 2) * iv - 7; k < count - 5; k++)
+    ck_assert_msg (buf[k] == 0, "byte %zu of the read is not zero", k);
+  ck_assert_mem_eq (buf + count - 5, w, 5);
+  snap (d, &s);
+  ck_assert_uint_eq (s.blocks_verified - s0.blocks_verified, 2 * B + 3);
+  ck_assert_uint_eq (s.blocks_escaped - s0.blocks_escaped, 3 * B - 4);
+  ck_assert_uint_eq (s.reads_failed, s0.reads_failed);
+  free (w);
+  free (buf);
+}
+
+START_TEST (data_read_checks_in_order)
+{
+  const char *t = getenv ("TMPDIR");
+  char dir[256], file[300], cmd[400];
+  struct disk_config cfg;
+  struct disk *d;
+
+  d = open_case (_i, 5 * 65536 / cases[_i].interval);
+  read_checks_in_order (d);
+  disk_close (d);
+
+  snprintf (dir, sizeof dir, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
+  ck_assert_ptr_nonnull (mkdtemp (dir));
+  snprintf (file, sizeof file, "%s/disk", dir);
+  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
+  base_config (&cfg, cases[_i].format, cases[_i].interval,
+               5 * 65536 / cases[_i].interval);
+  cfg.file = file;
+  d = open_config (&cfg);
+  read_checks_in_order (d);
+  disk_close (d);
+  ck_assert_int_eq (system (cmd), 0);
+}
+END_TEST
+
+/* Open case I with NBLOCKS blocks on the memory store and on a file
+ * store in a new directory (its path in DIR, to remove). */
+static void
+open_both_stores (int i, uint64_t nblocks, struct disk **mem,
+                  struct disk **file, char *dir, size_t dirlen)
+{
+  const char *t = getenv ("TMPDIR");
+  char path[300];
+  struct disk_config cfg;
+
+  *mem = open_case (i, nblocks);
+  snprintf (dir, dirlen, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
+  ck_assert_ptr_nonnull (mkdtemp (dir));
+  snprintf (path, sizeof path, "%s/disk", dir);
+  base_config (&cfg, cases[i].format, cases[i].interval, nblocks);
+  cfg.file = path;
+  *file = open_config (&cfg);
+}
+
+/* Both disks hold the same data and PI (the whole dif view) and counted
+ * the same blocks generated. */
+static void
+same_disks (struct disk *a, struct disk *b, const char *after)
+{
+  const uint64_t len = a->nblocks * EXT (a);
+  uint8_t *x = must_read (a, &io_dif, 0, len), *y = must_read (b, &io_dif,
+                                                                0, len);
+  struct stats_snapshot sa, sb;
+
+  ck_assert_msg (memcmp (x, y, len) == 0, "after %s: the stores differ",
+                 after);
+  snap (a, &sa);
+  snap (b, &sb);
+  ck_assert_msg (sa.blocks_generated == sb.blocks_generated,
+                 "after %s: %" PRIu64 " blocks generated on memory, %" PRIu64
+                 " on file", after, sa.blocks_generated, sb.blocks_generated);
+  free (x);
+  free (y);
+}
+
+/* Data view writes store the same data and PI, and count the same, on
+ * the memory store (whole blocks copied in while their PI is generated,
+ * write_in_place) and the file store (PI generated first): aligned and
+ * unaligned, across chunks, and a write whose partial block fails its
+ * check, which stores and counts nothing on either. */
+START_TEST (data_write_same_on_both_stores)
+{
+  const uint32_t iv = cases[_i].interval;
+  const uint64_t nb = 3 * 65536 / iv + 3, len = nb * iv;
+  struct disk *mem, *file, *d[2];
+  struct stats_snapshot s0, s;
+  struct image before;
+  uint8_t *buf = xmalloc (len);
+  char dir[256], cmd[300];
+  int k;
+
+  open_both_stores (_i, nb, &mem, &file, dir, sizeof dir);
+  d[0] = mem;
+  d[1] = file;
+  ck_assert_ptr_nonnull (mem->store->ops->write_in_place);
+  ck_assert_ptr_null (file->store->ops->write_in_place);
+  fill (buf, len, 21);
+  for (k = 0; k < 2; k++)
+    must_write (d[k], &io_data, buf, 0, len);
+  same_disks (mem, file, "a write of the whole disk");
+  fill (buf, len, 22);
+  for (k = 0; k < 2; k++)
+    must_write (d[k], &io_data, buf, 5 * iv + 3, 2 * 65536 + 100);
+  same_disks (mem, file, "an unaligned write across chunks");
+  for (k = 0; k < 2; k++)
+    must_write (d[k], &io_data, buf + 7, 65536 - iv, 2 * iv);
+  same_disks (mem, file, "a write of two blocks across a chunk boundary");
+
+  /* A byte of block nb-4, block nb-3, ten bytes of block nb-2, which
+   * fails its check: nothing stored, nothing counted. */
+  for (k = 0; k < 2; k++) {
+    ck_assert_int_eq (disk_inject (d[k], DISK_INJECT_GUARD, nb - 2), 0);
+    image_take (d[k], &before);
+    snap (d[k], &s0);
+    errors_reset ();
+    ck_assert_int_eq (disk_pwrite (d[k], &io_data, buf, (nb - 3) * iv - 1,
+                                   1 + iv + 10, false), -1);
+    ck_assert_int_eq (errno, EIO);
+    if (HAS_PI (d[k]))
+      expect_one_error ("nothing was stored", NULL);
+    snap (d[k], &s);
+    ck_assert_uint_eq (s.blocks_generated, s0.blocks_generated);
+    image_same (d[k], &before);
+    image_free (&before);
+  }
+  same_disks (mem, file, "a rejected write");
+
+  disk_close (mem);
+  disk_close (file);
+  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq (system (cmd), 0);
+  free (buf);
+}
+END_TEST
+
 /* ---- fault injection ---- */
 
 static void
@@ -1647,6 +1836,8 @@ server_suite (void)
   tcase_add_loop_test (tc, alignment_and_range, 0, NR_CASES);
   tcase_add_loop_test (tc, rmw_partial_writes, 0, NR_CASES);
   tcase_add_loop_test (tc, rmw_corrupt_stored_block, 0, NR_PI_CASES);
+  tcase_add_loop_test (tc, data_read_checks_in_order, 0, NR_PI_CASES);
+  tcase_add_loop_test (tc, data_write_same_on_both_stores, 0, NR_PI_CASES);
   tcase_add_loop_test (tc, zero_and_trim, 0, NR_CASES);
   tcase_add_loop_test (tc, format_none_views, 0, 2);
   tcase_add_test (tc, extents);

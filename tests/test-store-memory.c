@@ -397,6 +397,64 @@ START_TEST (extended_layout)
 }
 END_TEST
 
+/* What write_in_place lent so far. */
+struct filled {
+  uint64_t next;                /* LBA the next run must start at */
+  uint64_t nruns;               /* runs seen */
+  uint32_t iv, tu;              /* geometry */
+  uint64_t chunk_blocks;        /* blocks per chunk */
+  uint8_t salt;                 /* pattern to write */
+};
+
+/* store_fill_fn: check the run follows the last one inside one chunk and
+ * fill it with the pattern. */
+static void
+fill_run (void *opaque, uint64_t lba, uint64_t n, uint8_t *data, uint8_t *pi)
+{
+  struct filled *f = opaque;
+
+  ck_assert_uint_eq (lba, f->next);
+  ck_assert_uint_gt (n, 0);
+  ck_assert_uint_eq (lba / f->chunk_blocks, (lba + n - 1) / f->chunk_blocks);
+  pattern (data, pi, lba, n, f->iv, f->tu, f->salt);
+  f->next = lba + n;
+  f->nruns++;
+}
+
+/* write_in_place lends every block asked for, a chunk at a time in LBA
+ * order, allocating chunks as needed; what the callback writes is what
+ * read gives back, and nothing around it changes. */
+START_TEST (write_in_place_runs)
+{
+  /* 512-byte blocks: 128 per chunk; 100..400 spans four chunks. */
+  struct store *s = open_store (4096, 512, "T10-DIF-TYPE1-CRC");
+  struct filled f = { .next = 100, .iv = 512, .tu = 8, .chunk_blocks = 128,
+                      .salt = 9 };
+
+  ck_assert_ptr_nonnull (s->ops->write_in_place);
+  write_pattern (s, 0, 128, 1);
+  ck_assert_int_eq (s->ops->write_in_place (s, 100, 300, fill_run, &f,
+                                            false), 0);
+  ck_assert_uint_eq (f.next, 400);
+  ck_assert_uint_eq (f.nruns, 4);
+  expect_pattern (s, 0, 100, 1);
+  expect_pattern (s, 100, 300, 9);
+  expect_unwritten (s, 400, 512 - 400);
+  expect_extent (s, 0, 4096, true, 512);
+  expect_extent (s, 512, 4096 - 512, false, 4096 - 512);
+
+  /* Inside one chunk: one run. */
+  f = (struct filled) { .next = 1000, .iv = 512, .tu = 8,
+                        .chunk_blocks = 128, .salt = 5 };
+  ck_assert_int_eq (s->ops->write_in_place (s, 1000, 3, fill_run, &f, true),
+                    0);
+  ck_assert_uint_eq (f.nruns, 1);
+  expect_pattern (s, 1000, 3, 5);
+  expect_unwritten (s, 1003, 1024 - 1003);
+  s->ops->close (s);
+}
+END_TEST
+
 static Suite *
 store_memory_suite (void)
 {
@@ -412,6 +470,7 @@ store_memory_suite (void)
   tcase_add_test (tc, format_none);
   tcase_add_test (tc, concurrent_allocation);
   tcase_add_test (tc, extended_layout);
+  tcase_add_test (tc, write_in_place_runs);
   suite_add_tcase (s, tc);
   return s;
 }
