@@ -947,6 +947,25 @@ START_TEST (zero_and_trim)
 }
 END_TEST
 
+/* Open case I with NBLOCKS blocks on the memory store and on a file
+ * store in a new directory (its path in DIR, to remove). */
+static void
+open_both_stores (int i, uint64_t nblocks, struct disk **mem,
+                  struct disk **file, char *dir, size_t dirlen)
+{
+  const char *t = getenv ("TMPDIR");
+  char path[300];
+  struct disk_config cfg;
+
+  *mem = open_case (i, nblocks);
+  snprintf (dir, dirlen, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
+  ck_assert_ptr_nonnull (mkdtemp (dir));
+  snprintf (path, sizeof path, "%s/disk", dir);
+  base_config (&cfg, cases[i].format, cases[i].interval, nblocks);
+  cfg.file = path;
+  *file = open_config (&cfg);
+}
+
 /* A data view read from a partial block through whole blocks (written,
  * corrupt, unwritten in an allocated chunk, in a chunk never allocated)
  * to a partial block checks every block once, in LBA order: corrupt
@@ -1013,47 +1032,19 @@ read_checks_in_order (struct disk *d)
 
 START_TEST (data_read_checks_in_order)
 {
-  const char *t = getenv ("TMPDIR");
-  char dir[256], file[300], cmd[400];
-  struct disk_config cfg;
-  struct disk *d;
+  struct disk *mem, *file;
+  char dir[256], cmd[300];
 
-  d = open_case (_i, 5 * 65536 / cases[_i].interval);
-  read_checks_in_order (d);
-  disk_close (d);
-
-  snprintf (dir, sizeof dir, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
-  ck_assert_ptr_nonnull (mkdtemp (dir));
-  snprintf (file, sizeof file, "%s/disk", dir);
+  open_both_stores (_i, 5 * 65536 / cases[_i].interval, &mem, &file, dir,
+                    sizeof dir);
+  read_checks_in_order (mem);
+  read_checks_in_order (file);
+  disk_close (mem);
+  disk_close (file);
   snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
-  base_config (&cfg, cases[_i].format, cases[_i].interval,
-               5 * 65536 / cases[_i].interval);
-  cfg.file = file;
-  d = open_config (&cfg);
-  read_checks_in_order (d);
-  disk_close (d);
   ck_assert_int_eq (system (cmd), 0);
 }
 END_TEST
-
-/* Open case I with NBLOCKS blocks on the memory store and on a file
- * store in a new directory (its path in DIR, to remove). */
-static void
-open_both_stores (int i, uint64_t nblocks, struct disk **mem,
-                  struct disk **file, char *dir, size_t dirlen)
-{
-  const char *t = getenv ("TMPDIR");
-  char path[300];
-  struct disk_config cfg;
-
-  *mem = open_case (i, nblocks);
-  snprintf (dir, dirlen, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
-  ck_assert_ptr_nonnull (mkdtemp (dir));
-  snprintf (path, sizeof path, "%s/disk", dir);
-  base_config (&cfg, cases[i].format, cases[i].interval, nblocks);
-  cfg.file = path;
-  *file = open_config (&cfg);
-}
 
 /* Both disks hold the same data and PI (the whole dif view) and counted
  * the same blocks generated. */
