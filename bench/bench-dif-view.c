@@ -18,7 +18,8 @@
  * table gives, for information, the CPU time this process spent per MB
  * moved on each side over all its rounds (getrusage: the library's or
  * libnbd's threads and this program's), steadier than the throughputs
- * on a shared machine.
+ * on a shared machine; with --server-pids a third gives each server's
+ * CPU time per MB (all its threads, from /proc/PID/stat).
  * bench/dif-view.sh starts both servers; see bench/README.md.  Not a
  * test: it prints ratios, and with --check exits 1 when one is below the
  * target.
@@ -36,7 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libnbd.h>
 
@@ -64,6 +67,8 @@ struct options {
   bool from_thread;             /* libstabledif: submit from the main
                                    thread (a window like the baseline's)
                                    rather than from completion callbacks */
+  long server_pid[2];           /* process IDs of the stabledif server
+                                   and the baseline's (0: not measured) */
 };
 
 /* ---- the two sides: a table of operations ---- */
@@ -539,18 +544,64 @@ cpu_now (void)
     (double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6;
 }
 
-/* A timed run of side S that also adds the client CPU time it took and
- * the bytes it moved to *CPU and *BYTES. */
+/* CPU time (user + system, all threads) process PID has used, in
+ * seconds, from /proc/PID/stat; -1 with a message if it cannot be read. */
+static double
+proc_cpu (long pid)
+{
+  char path[64], line[1024], *p;
+  unsigned long ut, st;
+  FILE *fp;
+  size_t n;
+
+  snprintf (path, sizeof path, "/proc/%ld/stat", pid);
+  fp = fopen (path, "r");
+  if (fp == NULL) {
+    fprintf (stderr, PROG ": server process %ld: %s: %s\n", pid, path,
+             strerror (errno));
+    return -1;
+  }
+  n = fread (line, 1, sizeof line - 1, fp);
+  fclose (fp);
+  line[n] = '\0';
+  /* "PID (COMM) STATE PPID ...": COMM may hold anything, so fields are
+   * counted from its last ')'; utime and stime are fields 14 and 15. */
+  p = strrchr (line, ')');
+  if (p == NULL ||
+      sscanf (p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+              &ut, &st) != 2) {
+    fprintf (stderr, PROG ": server process %ld: %s: not a stat line\n",
+             pid, path);
+    return -1;
+  }
+  return (double) (ut + st) / (double) sysconf (_SC_CLK_TCK);
+}
+
+/* What a timed run cost: added up over the rounds of one figure. */
+struct cost {
+  double cpu;                   /* this process's CPU seconds */
+  double server;                /* the server's CPU seconds */
+  double bytes;                 /* bytes moved */
+};
+
+/* A timed run of side S (its server process PID, 0 if not measured)
+ * that also adds what it cost to *C.  -1 if the run failed or the
+ * server's CPU time could not be read (printed). */
 static double
 run_counted (struct side *s, const struct options *o, bool write,
-             uint8_t *bufs, size_t count, double secs, double *cpu,
-             double *bytes)
+             uint8_t *bufs, size_t count, double secs, long pid,
+             struct cost *c)
 {
-  double c0 = cpu_now (), r;
+  double c0 = cpu_now (), s0 = 0, s1 = 0, r;
 
+  if (pid > 0 && (s0 = proc_cpu (pid)) < 0)
+    return -1;
   r = run (s, o, write, bufs, count, secs);
-  *cpu += cpu_now () - c0;
-  *bytes += (double) s->last_bytes;
+  if (pid > 0 && (s1 = proc_cpu (pid)) < 0)
+    return -1;
+  c->cpu += cpu_now () - c0;
+  c->server += s1 - s0;
+  c->bytes += (double) s->last_bytes;
   return r;
 }
 
@@ -578,6 +629,8 @@ usage (FILE *fp)
 "  --submit callback|thread  libstabledif: submit from completion\n"
 "                   callbacks (default), or from the main thread in a\n"
 "                   window like the baseline's\n"
+"  --server-pids SD,BASE  the process IDs of the two servers: print\n"
+"                   their CPU time per MB too (from /proc)\n"
 "  --check          exit 1 if a ratio is below %.2f\n",
            STABLEDIF_MAX_CONNECTIONS, TARGET);
 }
@@ -597,6 +650,7 @@ parse_options (int argc, char **argv, struct options *o)
     { "only", required_argument, NULL, 'o' },
     { "side", required_argument, NULL, 'S' },
     { "submit", required_argument, NULL, 'T' },
+    { "server-pids", required_argument, NULL, 'P' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -613,6 +667,7 @@ parse_options (int argc, char **argv, struct options *o)
   o->only = -1;
   o->side = -1;
   o->from_thread = false;
+  o->server_pid[0] = o->server_pid[1] = 0;
   while ((c = getopt_long (argc, argv, "h", longopts, NULL)) != -1) {
     char *end;
     unsigned long long v;
@@ -639,6 +694,21 @@ parse_options (int argc, char **argv, struct options *o)
         return -1;
       }
       break;
+    case 'P': {
+      long a, b;
+      int used = 0;
+      if (sscanf (optarg, "%ld,%ld%n", &a, &b, &used) != 2 ||
+          optarg[used] != '\0' || a <= 0 || b <= 0) {
+        fprintf (stderr, PROG ": --server-pids \"%s\": want two process "
+                 "IDs, SD,BASE\n", optarg);
+        return -1;
+      }
+      o->server_pid[0] = a;
+      o->server_pid[1] = b;
+      if (proc_cpu (a) < 0 || proc_cpu (b) < 0)
+        return -1;
+      break;
+    }
     case 'n':
       errno = 0;
       v = strtoull (optarg, &end, 10);
@@ -771,13 +841,49 @@ connect_nbd (struct side *s, const char *uri, const struct options *o)
   return 0;
 }
 
+/* Print a table of CPU time per MB moved for each row measured, both
+ * sides and their quotient: this process's (client) or the servers'
+ * (SERVER), headed WHAT. */
+static void
+print_costs (const struct options *o, const char *what,
+             struct cost cost[2][2][2], const size_t *sizes, int nsizes,
+             bool server)
+{
+  int k, w;
+
+  printf ("\n%s per MB moved, all rounds, for information:\n"
+          "%-16s %14s %14s %8s\n", what, "", "libstabledif", "baseline",
+          "sd/base");
+  for (k = 0; k < nsizes; k++)
+    for (w = 0; w < 2; w++) {
+      const struct cost *c = cost[k][w];
+      double a, b;
+      char label[32];
+
+      if ((o->only != -1 && o->only != w) || c[0].bytes <= 0 ||
+          c[1].bytes <= 0)
+        continue;
+      a = (server ? c[0].server : c[0].cpu) / c[0].bytes * 1e9;
+      b = (server ? c[1].server : c[1].cpu) / c[1].bytes * 1e9;
+      snprintf (label, sizeof label, "%s %zu KiB",
+                w == 0 ? "write" : "read", sizes[k] / 1024);
+      /* A server's CPU time comes in clock ticks: a run too short to
+       * use one has no quotient. */
+      if (a > 0 && b > 0)
+        printf ("%-16s %8.3f ms/MB %8.3f ms/MB %7.2fx\n", label, a, b,
+                a / b);
+      else
+        printf ("%-16s %8.3f ms/MB %8.3f ms/MB %8s\n", label, a, b, "n/a");
+    }
+}
+
 int
 main (int argc, char **argv)
 {
   size_t sizes[2] = { 4096, 128 * 1024 }, nsizes = 2, maxsize;
   /* Client CPU seconds and bytes moved in the timed rounds, per request
    * size, per direction (write, read), per side (libstabledif, baseline). */
-  double cpu_used[2][2][2] = { { { 0 } } }, bytes_moved[2][2][2] = { { { 0 } } };
+  struct cost cost[2][2][2] = { { { { 0 } } } };  /* [size][w/r][sd/nb] */
   struct options o;
   struct side sd = { 0 }, nb = { 0 };
   uint8_t *wbufs = NULL, *rbufs = NULL;
@@ -866,10 +972,10 @@ main (int argc, char **argv)
           continue;
         if (o.side != 1)
           a = run_counted (&sd, &o, w == 0, b, sizes[k], o.round_secs,
-                           &cpu_used[k][w][0], &bytes_moved[k][w][0]);
+                           o.server_pid[0], &cost[k][w][0]);
         if (o.side != 0)
           c = run_counted (&nb, &o, w == 0, b, sizes[k], o.round_secs,
-                           &cpu_used[k][w][1], &bytes_moved[k][w][1]);
+                           o.server_pid[1], &cost[k][w][1]);
         if (a < 0 || c < 0)
           goto out;
         if (a > best[w][0]) best[w][0] = a;
@@ -900,23 +1006,13 @@ main (int argc, char **argv)
    * (it does not depend on how long the other processes kept the CPUs),
    * and it shows how much of a throughput ratio the client explains. */
   if (o.side == -1) {
-    printf ("\nclient CPU (user + system) per MB moved, all rounds, for "
-            "information:\n%-16s %14s %14s %8s\n", "", "libstabledif",
-            "baseline", "sd/base");
-    for (k = 0; k < nsizes; k++)
-      for (int w = 0; w < 2; w++) {
-        const double *cpu = cpu_used[k][w], *moved = bytes_moved[k][w];
-        char label[32];
-        if (o.only != -1 && o.only != w)
-          continue;
-        if (moved[0] <= 0 || moved[1] <= 0)
-          continue;
-        snprintf (label, sizeof label, "%s %zu KiB",
-                  w == 0 ? "write" : "read", sizes[k] / 1024);
-        printf ("%-16s %8.3f ms/MB %8.3f ms/MB %7.2fx\n", label,
-                cpu[0] / moved[0] * 1e9, cpu[1] / moved[1] * 1e9,
-                (cpu[0] / moved[0]) / (cpu[1] / moved[1]));
-      }
+    print_costs (&o, "client CPU (user + system)", cost, sizes, nsizes,
+                 false);
+    /* And, given their processes, the servers': the device's share of
+     * the libstabledif side's cost against the memory plugin's. */
+    if (o.server_pid[0] > 0)
+      print_costs (&o, "server CPU (user + system, all threads)", cost,
+                   sizes, nsizes, true);
   }
   status = o.check && missed ? 1 : 0;
 

@@ -15,6 +15,10 @@
 # connection per side follows, for information only: it is not checked
 # against the target.
 #
+# Each run also prints, for information, the client's CPU per MB of both
+# sides and each server's (stabledif's, the memory plugin's: all their
+# threads, from /proc).
+#
 # With RUNS > 1 the checked table is measured RUNS times (in the same
 # two servers) and a summary follows: per row the lowest, the median and
 # the highest ratio; the target then applies to the medians (one run's
@@ -68,16 +72,18 @@ done
 tables='
   set -o pipefail
   status=0
+  PIDS="$(cat "$PID_DIR/sd.pid"),$(cat "$PID_DIR/base.pid")"
   echo "== $CONNECTIONS connection(s) per side: checked against the target =="
   if [ "$RUNS" = 1 ]; then
     "$HELPER" --span "$SPAN" --check --connections "$CONNECTIONS" \
-      $HELPER_ARGS "$SD_URI" "$BASE_URI" || status=$?
+      --server-pids "$PIDS" $HELPER_ARGS "$SD_URI" "$BASE_URI" || status=$?
   else
     : > "$RUNS_LOG"
     for run in $(seq "$RUNS"); do
       echo "-- run $run of $RUNS"
       "$HELPER" --span "$SPAN" --connections "$CONNECTIONS" \
-        $HELPER_ARGS "$SD_URI" "$BASE_URI" | tee -a "$RUNS_LOG" ||
+        --server-pids "$PIDS" $HELPER_ARGS "$SD_URI" "$BASE_URI" |
+        tee -a "$RUNS_LOG" ||
         { status=$?; break; }
     done
     if [ "$status" = 0 ]; then
@@ -90,7 +96,7 @@ tables='
     echo
     echo "== 1 connection per side: for information, NOT checked against the target =="
     r=0
-    "$HELPER" --span "$SPAN" --connections 1 \
+    "$HELPER" --span "$SPAN" --connections 1 --server-pids "$PIDS" \
       $HELPER_ARGS "$SD_URI" "$BASE_URI" || r=$?
     [ "$status" != 0 ] || status=$r
   fi
@@ -100,8 +106,9 @@ tables='
 # The summary of RUNS runs (awk, over their tables): the ratio of every
 # row as lowest, median and highest; exit status 1 if a median is below
 # the target.  Then, for information, the same for the client CPU per MB
-# of libstabledif over the baseline's (the second table of each run).  A variable, not a function: nbdkit --run's /bin/sh does
-# not pass bash functions on.
+# of libstabledif over the baseline's (the second table of each run) and
+# for the servers' (the third).  A variable, not a function: nbdkit
+# --run's /bin/sh does not pass bash functions on.
 summarize_awk='
     $1 ~ /^(write|read)$/ && $5 == "MB/s" && $8 ~ /x$/ {
       row = $1 " " $2 " " $3
@@ -109,9 +116,15 @@ summarize_awk='
       r[row, ++n[row]] = substr($8, 1, length($8) - 1) + 0
       target = substr($9, 1, length($9) - 1) + 0
     }
-    $1 ~ /^(write|read)$/ && $5 == "ms/MB" && $8 ~ /x$/ {
+    /^client CPU/ { table = "client" }
+    /^server CPU/ { table = "server" }
+    $1 ~ /^(write|read)$/ && $5 == "ms/MB" && $8 ~ /x$/ && table == "client" {
       row = $1 " " $2 " " $3
       c[row, ++cn[row]] = substr($8, 1, length($8) - 1) + 0
+    }
+    $1 ~ /^(write|read)$/ && $5 == "ms/MB" && $8 ~ /x$/ && table == "server" {
+      row = $1 " " $2 " " $3
+      sc[row, ++scn[row]] = substr($8, 1, length($8) - 1) + 0
     }
     # The lowest, median and highest of the K values V[ROW, 1..K], sorted
     # in place (few: insertion sort), as "lowest median highest".
@@ -143,18 +156,26 @@ summarize_awk='
         split(spread(c, row, k), q, " ")
         printf "%-16s %6d %7.2fx %7.2fx %7.2fx\n", row, k, q[1], q[2], q[3]
       }
+      printf "\nserver CPU per MB, stabledif / memory plugin (for information):\n"
+      for (i = 1; i <= rows; i++) {
+        row = order[i]; k = scn[row]
+        if (k == 0) continue
+        split(spread(sc, row, k), q, " ")
+        printf "%-16s %6d %7.2fx %7.2fx %7.2fx\n", row, k, q[1], q[2], q[3]
+      }
       exit bad
     }'
 export RUNS summarize_awk RUNS_LOG="$(mktemp "${TMPDIR:-/tmp}/dif-view-runs.XXXXXX")"
-trap 'rm -f "$RUNS_LOG"' EXIT
+export PID_DIR="$(mktemp -d "${TMPDIR:-/tmp}/dif-view-pids.XXXXXX")"
+trap 'rm -rf "$RUNS_LOG" "$PID_DIR"' EXIT
 
 # Both servers with the same thread model and no other work: the memory
 # plugin (sparse, like stabledif's memory store) as the baseline.  Nested
 # --run: each server stops when the command inside it ends.
 export HELPER=$helper SPAN NBDKIT CONNECTIONS tables
 export HELPER_ARGS="$*"
-timeout 900 "$NBDKIT" -U - memory size=256M --run '
+timeout 900 "$NBDKIT" -U - -P "$PID_DIR/base.pid" memory size=256M --run '
   export BASE_URI="$uri"
-  timeout 900 "$NBDKIT" -U - '"$plugin"' size=256M format='"$FORMAT"' ctl=none \
-    --run "SD_URI=\"\$uri\" bash -c \"\$tables\""
+  timeout 900 "$NBDKIT" -U - -P "$PID_DIR/sd.pid" '"$plugin"' size=256M \
+    format='"$FORMAT"' ctl=none --run "SD_URI=\"\$uri\" bash -c \"\$tables\""
 '

@@ -63,6 +63,47 @@ done
 grep -q '^queue depth 4 per side (1-2 per connection)' "$out" ||
   { cat "$out"; fail "depth 4 over 3 connections: depth line"; }
 
+# --server-pids: a third table, each server's CPU per MB, with every
+# row; a quotient where both figures are above zero (CPU time comes in
+# clock ticks: a 30 ms round may use none), n/a otherwise.
+# (nbdkit runs --run in a child of a fork: the PIDs come from -P.)
+export BENCH_ARGS="--rounds 2 --round-ms 200 --only write --size 131072"
+export PIDS="$tmpdir/sd.pid" PIDM="$tmpdir/mem.pid"
+run_nbdkit -U - -P "$PIDS" --exit-with-parent "$PLUGIN" size=8M ctl=none \
+  --run 'SD_URI=$uri timeout 120 "$NBDKIT" -U - -P "$PIDM" memory size=8M --run '\''"$HELPER" --span 2M --server-pids "$(cat "$PIDS"),$(cat "$PIDM")" $BENCH_ARGS "$SD_URI" "$uri"'\' \
+  > "$out" 2>&1 || { cat "$out"; fail "bench-dif-view --server-pids"; }
+python3 - "$out" <<'EOF' || { cat "$out"; fail "bench-dif-view: server CPU table"; }
+import re, sys
+text = open(sys.argv[1]).read()
+head = "server CPU (user + system, all threads) per MB moved"
+assert head in text
+server = text.split(head)[1]
+m = re.search(r"^write 128 KiB +([0-9.]+) ms/MB +([0-9.]+) ms/MB +(n/a|[0-9.]+x)$",
+              server, re.M)
+assert m, "no write 128 KiB row"
+a, b = float(m.group(1)), float(m.group(2))
+if a > 0 and b > 0:
+    q = float(m.group(3)[:-1])
+    assert abs(q - a / b) <= 0.01 + 0.002 * q, (a, b, q)
+else:
+    assert m.group(3) == "n/a", m.group(0)
+# Both servers did work (the span was written twice in 2 x 200 ms).
+assert a + b > 0, m.group(0)
+assert "read 128 KiB" not in server
+EOF
+# Bad process IDs: exit 2 before any I/O, naming them.
+for bad in "--server-pids 12:want two process IDs" \
+           "--server-pids 1,x:want two process IDs" \
+           "--server-pids 0,1:want two process IDs" \
+           "--server-pids 999999999,1:server process 999999999: /proc/999999999/stat"; do
+  r=0
+  "$HELPER" ${bad%%:*} nbd+unix:///?socket=/nonexistent nbd+unix:///?socket=/x \
+    > "$out" 2>&1 || r=$?
+  [ "$r" = 2 ] || { cat "$out"; fail "${bad%%:*}: exit $r, wanted 2"; }
+  grep -qF -- "${bad#*:}" "$out" ||
+    { cat "$out"; fail "${bad%%:*}: message: wanted ${bad#*:}"; }
+done
+
 # One size, one side (the profiling mode).
 run_bench --size 8192 --only read --side libstabledif > "$out" 2>&1 ||
   { cat "$out"; fail "bench-dif-view --side"; }
@@ -111,6 +152,12 @@ python3 - "$out" "$r" <<'EOF' || { cat "$out"; fail "dif-view.sh RUNS=2: summary
 import re, statistics, sys
 text = open(sys.argv[1]).read()
 runs, summary = text.split("2 runs, the target applies to the medians")
+# Each run's client and server CPU tables, apart.
+client = server = ""
+for part in runs.split("-- run ")[1:]:
+    before, after = part.split("server CPU (user")
+    client += before.split("client CPU (user")[1]
+    server += after
 rows = ["write 4 KiB", "read 4 KiB", "write 128 KiB", "read 128 KiB"]
 missed = False
 for row in rows:
@@ -128,7 +175,7 @@ for row in rows:
     missed = missed or bool(m.group(4))
     # The client CPU ratios of the runs: lowest, median, highest.
     cpu = [float(x) for x in re.findall(
-        r"^%s +\S+ ms/MB +\S+ ms/MB +([0-9.]+)x$" % row, runs, re.M)]
+        r"^%s +\S+ ms/MB +\S+ ms/MB +([0-9.]+)x$" % row, client, re.M)]
     assert len(cpu) == 2, (row, cpu)
     m = re.search(r"^%s +2 +([0-9.]+)x +([0-9.]+)x +([0-9.]+)x$" % row,
                   summary.split("client CPU per MB")[1], re.M)
@@ -136,6 +183,20 @@ for row in rows:
     lo, med, hi = (float(m.group(i)) for i in (1, 2, 3))
     assert abs(lo - min(cpu)) < 0.006 and abs(hi - max(cpu)) < 0.006, row
     assert abs(med - statistics.median(cpu)) < 0.006, (row, med, cpu)
+    # The servers' CPU ratios (those the short rounds could measure).
+    scpu = [float(x) for x in re.findall(
+        r"^%s +\S+ ms/MB +\S+ ms/MB +([0-9.]+)x$" % row, server, re.M)]
+    m = re.search(r"^%s +%d +([0-9.]+)x +([0-9.]+)x +([0-9.]+)x$"
+                  % (row, len(scpu)),
+                  summary.split("server CPU per MB")[1], re.M)
+    if scpu:
+        assert m, ("server cpu", row, scpu)
+        lo, med, hi = (float(m.group(i)) for i in (1, 2, 3))
+        assert abs(lo - min(scpu)) < 0.006 and abs(hi - max(scpu)) < 0.006, row
+        assert abs(med - statistics.median(scpu)) < 0.006, (row, med, scpu)
+    else:
+        assert not re.search(r"^%s " % row,
+                             summary.split("server CPU per MB")[1], re.M)
 assert missed == (sys.argv[2] == "1"), "exit status and MISSED disagree"
 EOF
 for bad in 0 x 2x; do
