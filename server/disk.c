@@ -522,8 +522,10 @@ write_run (void *opaque, uint64_t lba, uint64_t nblocks, uint8_t *data,
 
 /* Store the whole blocks of a data view write (span S of BUF) with new
  * PI, under the caller's lock: straight into the store in one pass if it
- * lends its memory (write_in_place), else with PI (S->mid_n tuples, made
- * from BUF before the lock was taken) through write. */
+ * lends its memory (write_in_place: the guards are computed under the
+ * lock, while the data is copied), else with PI (S->mid_n tuples, made
+ * from BUF before the lock was taken; NULL for format none) through
+ * write. */
 static int
 write_mid (struct disk *d, const struct span *s, const uint8_t *buf,
            const uint8_t *pi, bool fua)
@@ -531,7 +533,7 @@ write_mid (struct disk *d, const struct span *s, const uint8_t *buf,
   struct write_in w = { .pi = &d->pi, .src = buf + s->mid_at };
   int r;
 
-  if (pi == NULL && has_pi (d))
+  if (has_pi (d) && d->store->ops->write_in_place)
     r = d->store->ops->write_in_place (d->store, s->mid_lba, s->mid_n,
                                        write_run, &w, fua);
   else

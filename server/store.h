@@ -67,7 +67,8 @@ struct store_ops {
                     const uint8_t *ext, bool fua);
 
   /* Optional (NULL: the caller builds the blocks and calls write).
-   * Store NBLOCKS blocks at LBA by lending their storage: call FN for
+   * Only called when the tuple size is not 0.  Store NBLOCKS blocks at
+   * LBA by lending their storage: call FN for
    * consecutive runs that cover them, in LBA order; FN writes every byte
    * of each run's data and tuples.  The caller's range lock keeps
    * everyone else off these blocks meanwhile.  So a disk can copy the
