@@ -110,6 +110,8 @@ tables='
 # for the servers' (the third).  A variable, not a function: nbdkit
 # --run's /bin/sh does not pass bash functions on.
 summarize_awk='
+    # Empty arrays (for summary() even when a table gave no value).
+    BEGIN { split("", c); split("", cn); split("", sc); split("", scn) }
     $1 ~ /^(write|read)$/ && $5 == "MB/s" && $8 ~ /x$/ {
       row = $1 " " $2 " " $3
       if (!(row in n)) order[++rows] = row
@@ -118,13 +120,11 @@ summarize_awk='
     }
     /^client CPU/ { table = "client" }
     /^server CPU/ { table = "server" }
-    $1 ~ /^(write|read)$/ && $5 == "ms/MB" && $8 ~ /x$/ && table == "client" {
+    $1 ~ /^(write|read)$/ && $5 == "ms/MB" && $8 ~ /x$/ {
       row = $1 " " $2 " " $3
-      c[row, ++cn[row]] = substr($8, 1, length($8) - 1) + 0
-    }
-    $1 ~ /^(write|read)$/ && $5 == "ms/MB" && $8 ~ /x$/ && table == "server" {
-      row = $1 " " $2 " " $3
-      sc[row, ++scn[row]] = substr($8, 1, length($8) - 1) + 0
+      v = substr($8, 1, length($8) - 1) + 0
+      if (table == "client") c[row, ++cn[row]] = v
+      else if (table == "server") sc[row, ++scn[row]] = v
     }
     # The lowest, median and highest of the K values V[ROW, 1..K], sorted
     # in place (few: insertion sort), as "lowest median highest".
@@ -135,6 +135,17 @@ summarize_awk='
         }
       return v[row, 1] " " (k % 2 ? v[row, (k + 1) / 2] \
         : (v[row, k / 2] + v[row, k / 2 + 1]) / 2) " " v[row, k]
+    }
+    # An informational summary headed TITLE: the spread of V[ROW, 1..K]
+    # (K = VN[ROW]) for every row that has values.
+    function summary(title, v, vn,    i, row, k, q) {
+      printf "\n%s (for information):\n", title
+      for (i = 1; i <= rows; i++) {
+        row = order[i]; k = vn[row]
+        if (k == 0) continue
+        split(spread(v, row, k), q, " ")
+        printf "%-16s %6d %7.2fx %7.2fx %7.2fx\n", row, k, q[1], q[2], q[3]
+      }
     }
     END {
       printf "%-16s %6s %8s %8s %8s\n", "", "runs", "lowest", "median", "highest"
@@ -149,20 +160,8 @@ summarize_awk='
           q[1], med, q[3], target, miss ? "  MISSED" : ""
       }
       if (rows == 0) { print "no table rows found"; exit 2 }
-      printf "\nclient CPU per MB, libstabledif / baseline (for information):\n"
-      for (i = 1; i <= rows; i++) {
-        row = order[i]; k = cn[row]
-        if (k == 0) continue
-        split(spread(c, row, k), q, " ")
-        printf "%-16s %6d %7.2fx %7.2fx %7.2fx\n", row, k, q[1], q[2], q[3]
-      }
-      printf "\nserver CPU per MB, stabledif / memory plugin (for information):\n"
-      for (i = 1; i <= rows; i++) {
-        row = order[i]; k = scn[row]
-        if (k == 0) continue
-        split(spread(sc, row, k), q, " ")
-        printf "%-16s %6d %7.2fx %7.2fx %7.2fx\n", row, k, q[1], q[2], q[3]
-      }
+      summary("client CPU per MB, libstabledif / baseline", c, cn)
+      summary("server CPU per MB, stabledif / memory plugin", sc, scn)
       exit bad
     }'
 export RUNS summarize_awk RUNS_LOG="$(mktemp "${TMPDIR:-/tmp}/dif-view-runs.XXXXXX")"

@@ -15,7 +15,8 @@
 #
 # Environment: RUNTIME (seconds per job, default 5), ROUNDS (default 3),
 # SIZE (device size, default 256M), FORMAT (default T10-DIF-TYPE1-CRC),
-# NBDKIT, FIO.  Not part of "make check".
+# NBDKIT, FIO.  Not part of "make check" (tests/test-fio-data-view.sh
+# runs it for a second per job to check its tables, not its figures).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -61,16 +62,16 @@ cpu_ticks () {
   awk '{ print $14 + $15 }' "/proc/$(cat "$1")/stat"
 }
 # measure SIDE URI RW BS: one timed run of job $j; sets bw (bytes/s) and
-# adds the bytes moved and the server's CPU ticks to bytes_SIDE[$j] and
-# ticks_SIDE[$j].
+# adds the bytes moved and the server's CPU ticks to bytes[SIDE:$j] and
+# ticks[SIDE:$j].
 measure () {
   local side=$1 uri=$2 rw=$3 bs=$4 t0 t1 out
   t0=$(cpu_ticks "$TMP/$side.pid")
   out=$(fio_run "$uri" "$rw" "$bs" --runtime="$RUNTIME" --time_based)
   t1=$(cpu_ticks "$TMP/$side.pid")
   bw=${out% *}
-  eval "bytes_$side[\$j]=\$(( bytes_$side[\$j] + ${out#* } ))"
-  eval "ticks_$side[\$j]=\$(( ticks_$side[\$j] + t1 - t0 ))"
+  bytes[$side:$j]=$(( ${bytes[$side:$j]} + ${out#* } ))
+  ticks[$side:$j]=$(( ${ticks[$side:$j]} + t1 - t0 ))
 }
 
 echo "filling both devices ($SIZE each) ..."
@@ -78,10 +79,10 @@ fio_run "$SD_URI" write 1M >/dev/null
 fio_run "$MEM_URI" write 1M >/dev/null
 
 jobs="write:128k read:128k randwrite:4k randread:4k"
-declare -A best_sd best_mem bytes_sd bytes_mem ticks_sd ticks_mem
+declare -A best_sd best_mem bytes ticks
 for j in $jobs; do
   best_sd[$j]=0; best_mem[$j]=0
-  bytes_sd[$j]=0; bytes_mem[$j]=0; ticks_sd[$j]=0; ticks_mem[$j]=0
+  for side in sd mem; do bytes[$side:$j]=0; ticks[$side:$j]=0; done
 done
 for r in $(seq 1 "$ROUNDS"); do
   for j in $jobs; do
@@ -104,12 +105,15 @@ echo
 echo "server CPU (user + system, all threads) per GB moved, all $ROUNDS rounds:"
 printf '%-16s %14s %14s %8s\n' job stabledif memory sd/mem
 for j in $jobs; do
-  awk -v j="$j" -v hz="$hz" -v ta="${ticks_sd[$j]}" -v ba="${bytes_sd[$j]}" \
-      -v tb="${ticks_mem[$j]}" -v bb="${bytes_mem[$j]}" 'BEGIN {
+  awk -v j="$j" -v hz="$hz" -v ta="${ticks[sd:$j]}" -v ba="${bytes[sd:$j]}" \
+      -v tb="${ticks[mem:$j]}" -v bb="${bytes[mem:$j]}" 'BEGIN {
     a = ba > 0 ? ta * 1000 / hz / (ba / 1e9) : 0
     b = bb > 0 ? tb * 1000 / hz / (bb / 1e9) : 0
-    printf "%-16s %8.0f ms/GB %8.0f ms/GB %7.2fx\n", j, a, b,
-      (b > 0 ? a / b : 0) }'
+    # Clock ticks: a server that used none has no quotient.
+    if (a > 0 && b > 0)
+      printf "%-16s %8.0f ms/GB %8.0f ms/GB %7.2fx\n", j, a, b, a / b
+    else
+      printf "%-16s %8.0f ms/GB %8.0f ms/GB %8s\n", j, a, b, "n/a" }'
 done
 
 echo

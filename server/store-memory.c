@@ -203,34 +203,11 @@ mem_read (struct store *s, uint64_t lba, uint64_t nblocks,
   return 0;
 }
 
-static int
-mem_write (struct store *s, uint64_t lba, uint64_t nblocks,
-           const uint8_t *data, const uint8_t *pi, bool fua)
-{
-  struct store_memory *m = (struct store_memory *) s;
-  const size_t iv = s->geom.interval, tu = s->tuple;
 
-  while (nblocks > 0) {
-    uint64_t n = run_in_chunk (m, lba, nblocks);
-    uint64_t b = block_in_chunk (m, lba);
-    uint8_t *c = chunk_get (m, lba / m->blocks_per_chunk);
 
-    if (c == NULL)
-      return -1;
-    memcpy (c + b * iv, data, n * iv);
-    if (tu)
-      memcpy (c + CHUNK_BYTES + b * tu, pi, n * tu);
-    data += n * iv;
-    if (tu)
-      pi += n * tu;
-    lba += n;
-    nblocks -= n;
-  }
-  return 0;
-}
-
-/* store_ops.write_in_place: one run per chunk, allocated as mem_write
- * allocates it. */
+/* store_ops.write_in_place: one run per chunk, allocated (with the tree
+ * pages above it) on the first write that touches it.  mem_write and
+ * mem_write_ext are fills of it. */
 static int
 mem_write_in_place (struct store *s, uint64_t lba, uint64_t nblocks,
                     store_fill_fn fn, void *opaque, bool fua)
@@ -250,6 +227,70 @@ mem_write_in_place (struct store *s, uint64_t lba, uint64_t nblocks,
     nblocks -= n;
   }
   return 0;
+}
+
+/* What mem_write and mem_write_ext store, consumed a run at a time. */
+struct mem_src {
+  const uint8_t *data;          /* the next run's data (separate layout)
+                                   or its first extended block */
+  const uint8_t *pi;            /* the next run's tuples (separate
+                                   layout; unused when tu is 0) */
+  size_t iv, tu;                /* interval and tuple bytes */
+};
+
+/* store_fill_fn of mem_write: data and packed tuples, each one copy. */
+static void
+fill_sep (void *opaque, uint64_t lba, uint64_t n, uint8_t *data, uint8_t *pi)
+{
+  struct mem_src *src = opaque;
+
+  memcpy (data, src->data, n * src->iv);
+  src->data += n * src->iv;
+  if (src->tu) {
+    memcpy (pi, src->pi, n * src->tu);
+    src->pi += n * src->tu;
+  }
+}
+
+/* store_fill_fn of mem_write_ext: each extended block split in two. */
+static void
+fill_ext (void *opaque, uint64_t lba, uint64_t n, uint8_t *data, uint8_t *pi)
+{
+  struct mem_src *src = opaque;
+  const size_t iv = src->iv, tu = src->tu;
+  const uint8_t *ext = src->data;
+  uint64_t i;
+
+  /* Locals: the copies could alias *SRC, which would be reloaded. */
+  for (i = 0; i < n; i++, ext += iv + tu) {
+    memcpy (data + i * iv, ext, iv);
+    memcpy (pi + i * tu, ext + iv, tu);
+  }
+  src->data = ext;
+}
+
+static int
+mem_write (struct store *s, uint64_t lba, uint64_t nblocks,
+           const uint8_t *data, const uint8_t *pi, bool fua)
+{
+  struct mem_src src = {
+    .data = data, .pi = pi, .iv = s->geom.interval, .tu = s->tuple,
+  };
+
+  return mem_write_in_place (s, lba, nblocks, fill_sep, &src, fua);
+}
+
+/* store_ops.write_ext: allocates chunks as mem_write does; -1 (ENOMEM,
+ * reported by chunk_get) may leave earlier chunks written. */
+static int
+mem_write_ext (struct store *s, uint64_t lba, uint64_t nblocks,
+               const uint8_t *ext, bool fua)
+{
+  struct mem_src src = {
+    .data = ext, .iv = s->geom.interval, .tu = s->tuple,
+  };
+
+  return mem_write_in_place (s, lba, nblocks, fill_ext, &src, fua);
 }
 
 /* store_ops.read_ext: blocks of unwritten chunks read as zeros with
@@ -282,32 +323,6 @@ mem_read_ext (struct store *s, uint64_t lba, uint64_t nblocks, uint8_t *ext)
   return 0;
 }
 
-/* store_ops.write_ext: allocates chunks as mem_write does; -1 (ENOMEM,
- * reported by chunk_get) may leave earlier chunks written. */
-static int
-mem_write_ext (struct store *s, uint64_t lba, uint64_t nblocks,
-               const uint8_t *ext, bool fua)
-{
-  struct store_memory *m = (struct store_memory *) s;
-  const size_t iv = s->geom.interval, tu = s->tuple;
-  uint64_t i;
-
-  while (nblocks > 0) {
-    uint64_t n = run_in_chunk (m, lba, nblocks);
-    uint64_t b = block_in_chunk (m, lba);
-    uint8_t *c = chunk_get (m, lba / m->blocks_per_chunk);
-
-    if (c == NULL)
-      return -1;
-    for (i = 0; i < n; i++, ext += iv + tu) {
-      memcpy (c + (b + i) * iv, ext, iv);
-      memcpy (c + CHUNK_BYTES + (b + i) * tu, ext + iv, tu);
-    }
-    lba += n;
-    nblocks -= n;
-  }
-  return 0;
-}
 
 static int
 mem_zero (struct store *s, uint64_t lba, uint64_t nblocks, bool fua)

@@ -554,23 +554,41 @@ END_TEST
 /* The same on the file= store, which has no write_ext: the disk splits
  * data and tuples apart in the pass that verifies them, and must still
  * store nothing of a rejected write (read back from the files). */
-START_TEST (dif_rejects_on_file_store)
+/* Open case I with NBLOCKS blocks on a file store, DIR/disk in a new
+ * directory DIR (DIRLEN bytes) under $TMPDIR or /tmp. */
+static struct disk *
+open_file_case (int i, uint64_t nblocks, char *dir, size_t dirlen)
 {
   const char *t = getenv ("TMPDIR");
-  char dir[256], file[300], cmd[400];
+  char path[300];
   struct disk_config cfg;
-  struct disk *d;
 
-  snprintf (dir, sizeof dir, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
+  snprintf (dir, dirlen, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
   ck_assert_ptr_nonnull (mkdtemp (dir));
-  snprintf (file, sizeof file, "%s/disk", dir);
+  snprintf (path, sizeof path, "%s/disk", dir);
+  base_config (&cfg, cases[i].format, cases[i].interval, nblocks);
+  cfg.file = path;
+  return open_config (&cfg);
+}
+
+/* Remove DIR and everything in it. */
+static void
+remove_dir (const char *dir)
+{
+  char cmd[300];
+
   snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
-  base_config (&cfg, cases[_i].format, cases[_i].interval, 16);
-  cfg.file = file;
-  d = open_config (&cfg);
+  ck_assert_int_eq (system (cmd), 0);
+}
+
+START_TEST (dif_rejects_on_file_store)
+{
+  char dir[256];
+  struct disk *d = open_file_case (_i, 16, dir, sizeof dir);
+
   rejected_write (d, BAD_GUARD);
   disk_close (d);
-  ck_assert_int_eq (system (cmd), 0);
+  remove_dir (dir);
 }
 END_TEST
 
@@ -953,17 +971,8 @@ static void
 open_both_stores (int i, uint64_t nblocks, struct disk **mem,
                   struct disk **file, char *dir, size_t dirlen)
 {
-  const char *t = getenv ("TMPDIR");
-  char path[300];
-  struct disk_config cfg;
-
   *mem = open_case (i, nblocks);
-  snprintf (dir, dirlen, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
-  ck_assert_ptr_nonnull (mkdtemp (dir));
-  snprintf (path, sizeof path, "%s/disk", dir);
-  base_config (&cfg, cases[i].format, cases[i].interval, nblocks);
-  cfg.file = path;
-  *file = open_config (&cfg);
+  *file = open_file_case (i, nblocks, dir, dirlen);
 }
 
 /* A data view read from a partial block through whole blocks (written,
@@ -1033,7 +1042,7 @@ read_checks_in_order (struct disk *d)
 START_TEST (data_read_checks_in_order)
 {
   struct disk *mem, *file;
-  char dir[256], cmd[300];
+  char dir[256];
 
   open_both_stores (_i, 5 * 65536 / cases[_i].interval, &mem, &file, dir,
                     sizeof dir);
@@ -1041,8 +1050,7 @@ START_TEST (data_read_checks_in_order)
   read_checks_in_order (file);
   disk_close (mem);
   disk_close (file);
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq (system (cmd), 0);
+  remove_dir (dir);
 }
 END_TEST
 
@@ -1080,7 +1088,7 @@ START_TEST (data_write_same_on_both_stores)
   struct stats_snapshot s0, s;
   struct image before;
   uint8_t *buf = xmalloc (len);
-  char dir[256], cmd[300];
+  char dir[256];
   int k;
 
   open_both_stores (_i, nb, &mem, &file, dir, sizeof dir);
@@ -1121,8 +1129,7 @@ START_TEST (data_write_same_on_both_stores)
 
   disk_close (mem);
   disk_close (file);
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq (system (cmd), 0);
+  remove_dir (dir);
   free (buf);
 }
 END_TEST
