@@ -21,6 +21,9 @@ set -u
 : "${QEMU_IO:=qemu-io}"
 : "${FIO:=fio}"
 : "${srcdir:=$(dirname "$0")}"
+# Python in the tests imports pi_ref.py (the reference PI arithmetic).
+PYTHONPATH=$(cd "$srcdir" && pwd)${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH
 
 # Every nbdkit run is cut off after this many seconds (a hung server or
 # client fails the test instead of hanging "make check").
@@ -318,10 +321,8 @@ run_nbdsh () {
     "sock=\"\$unixsocket\" $NBDSH -n -c \"exec(open('$tmpdir/run.py').read())\""
 }
 
-# The python prelude of run_nbdsh: our own PI arithmetic (written from
-# the T10 and NVMe definitions, independent of common/pi.c, so the device
-# is checked against a second implementation), connection helpers and an
-# error checker.
+# The python prelude of run_nbdsh: our own PI arithmetic (on top of
+# pi_ref.py, see there), connection helpers and an error checker.
 cat > "$tmpdir/prelude.py" <<'EOF'
 import errno
 import os
@@ -333,62 +334,7 @@ import nbd
 SOCK = os.environ["sock"]
 
 
-def _crc16_table():
-    # CRC-16/T10-DIF: poly 0x8bb7, not reflected, init 0, xorout 0.
-    table = []
-    for i in range(256):
-        c = i << 8
-        for _ in range(8):
-            c = ((c << 1) ^ 0x8BB7) if c & 0x8000 else (c << 1)
-        table.append(c & 0xFFFF)
-    return table
-
-
-def _crc64_table():
-    # CRC-64/NVME: poly 0xad93d23594c93659, reflected, init and xorout
-    # all ones.  Reflected polynomial:
-    rpoly = int("{:064b}".format(0xAD93D23594C93659)[::-1], 2)
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ rpoly if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_T16 = _crc16_table()
-_T64 = _crc64_table()
-_M64 = (1 << 64) - 1
-
-
-def crc16_t10dif(data):
-    crc = 0
-    for b in data:
-        crc = ((crc << 8) & 0xFFFF) ^ _T16[((crc >> 8) ^ b) & 0xFF]
-    return crc
-
-
-def crc64_nvme(data):
-    crc = _M64
-    for b in data:
-        crc = _T64[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ _M64
-
-
-assert crc16_t10dif(b"123456789") == 0xD0DB
-assert crc64_nvme(b"123456789") == 0xAE8B14860A799888
-
-# What each format is: (type, tuple size).  The guard is CRC-16 for
-# 8-byte tuples and CRC-64 for 16-byte ones.
-FORMATS = {
-    "none": (0, 0),
-    "T10-DIF-TYPE1-CRC": (1, 8),
-    "T10-DIF-TYPE2-CRC": (2, 8),
-    "T10-DIF-TYPE3-CRC": (3, 8),
-    "EXT-DIF-TYPE1-CRC64": (1, 16),
-    "EXT-DIF-TYPE3-CRC64": (3, 16),
-}
+from pi_ref import FORMATS, crc16_t10dif, crc64_nvme
 
 
 def connect(export, strict=True, meta=None):

@@ -21,6 +21,8 @@ import socket
 import struct
 import sys
 
+from pi_ref import t10_tuple
+
 NBLOCKS = 64
 IV, TUPLE = 512, 8
 EXT = IV + TUPLE
@@ -28,20 +30,10 @@ PROFILE = ("stabledif/1 view=dif format=T10-DIF-TYPE1-CRC interval=512 "
            "tuple=8 stable_writes=1")
 
 
-def crc16_t10dif(data):
-    crc = 0
-    for b in data:
-        crc ^= b << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x8BB7) if crc & 0x8000 else crc << 1
-            crc &= 0xFFFF
-    return crc
-
-
 def block(lba):
     """Extended block LBA: data (a pattern of the LBA) and its tuple."""
     data = bytes((lba * 7 + i * 13) & 0xFF for i in range(IV))
-    return data + struct.pack(">HHI", crc16_t10dif(data), 0, lba & 0xFFFFFFFF)
+    return data + t10_tuple(data, 0, lba)
 
 
 DISK = b"".join(block(lba) for lba in range(NBLOCKS))

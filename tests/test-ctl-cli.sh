@@ -54,14 +54,7 @@ echo "ok: clean device"
 nbd data 'h.pwrite(b"\x5a" * 65536, 0); h.pread(65536, 0); h.flush()'
 nbd dif '
 import errno, struct
-def crc16(b):
-    c = 0
-    for x in b:
-        c ^= x << 8
-        for _ in range(8):
-            c = ((c << 1) ^ 0x8bb7) if c & 0x8000 else c << 1
-            c &= 0xffff
-    return c
+from pi_ref import crc16_t10dif as crc16
 blocks = [bytes([i]) * 512 for i in range(4)]
 h.pwrite(b"".join(b + struct.pack(">HHI", crc16(b), 0, 200 + i)
                   for i, b in enumerate(blocks)), 200 * 520)

@@ -24,6 +24,7 @@
 #include "ctl-path.h"
 #include "disk.h"
 #include "pi.h"
+#include "test-tmpdir.h"
 
 static char last_error[2048];   /* the last error ctl_bind reported */
 
@@ -500,8 +501,10 @@ main (void)
   SRunner *sr = srunner_create (ctl_path_suite ());
   int failed;
 
+  test_tmpdir_enter ("test-ctl-path");
   srunner_run_all (sr, CK_NORMAL);
   failed = srunner_ntests_failed (sr);
   srunner_free (sr);
+  test_tmpdir_leave ();
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

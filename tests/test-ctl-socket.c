@@ -28,6 +28,7 @@
 #include "ctl-internal.h"
 #include "disk.h"
 #include "pi.h"
+#include "test-tmpdir.h"
 
 /* Longest any single wait may take. */
 #define WAIT_MS 20000
@@ -789,8 +790,10 @@ main (void)
   SRunner *sr = srunner_create (ctl_socket_suite ());
   int failed;
 
+  test_tmpdir_enter ("test-ctl-socket");
   srunner_run_all (sr, CK_NORMAL);
   failed = srunner_ntests_failed (sr);
   srunner_free (sr);
+  test_tmpdir_leave ();
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

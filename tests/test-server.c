@@ -26,6 +26,7 @@
 #include "disk.h"
 #include "pi.h"
 #include "ro-path.h"
+#include "test-tmpdir.h"
 
 /* ---- helpers ---- */
 
@@ -554,20 +555,40 @@ END_TEST
 /* The same on the file= store, which has no write_ext: the disk splits
  * data and tuples apart in the pass that verifies them, and must still
  * store nothing of a rejected write (read back from the files). */
-/* Open case I with NBLOCKS blocks on a file store, DIR/disk in a new
- * directory DIR (DIRLEN bytes) under $TMPDIR or /tmp. */
-static struct disk *
-open_file_case (int i, uint64_t nblocks, char *dir, size_t dirlen)
+/* Make a new directory under $TMPDIR or /tmp; its name in DIR (DIRLEN
+ * bytes).  main has pointed $TMPDIR at the runner's own directory
+ * (test-tmpdir.h), so what a failed test leaves goes with it. */
+static void
+make_dir (char *dir, size_t dirlen)
 {
   const char *t = getenv ("TMPDIR");
-  char path[300];
-  struct disk_config cfg;
 
   snprintf (dir, dirlen, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
   ck_assert_ptr_nonnull (mkdtemp (dir));
-  snprintf (path, sizeof path, "%s/disk", dir);
-  base_config (&cfg, cases[i].format, cases[i].interval, nblocks);
-  cfg.file = path;
+}
+
+/* The configuration of case I with NBLOCKS blocks on a file store: the
+ * file PATH (PATHLEN bytes) is DIR/disk in a new directory DIR (DIRLEN
+ * bytes, see make_dir). */
+static void
+file_case_config (int i, uint64_t nblocks, char *dir, size_t dirlen,
+                  char *path, size_t pathlen, struct disk_config *cfg)
+{
+  make_dir (dir, dirlen);
+  snprintf (path, pathlen, "%s/disk", dir);
+  base_config (cfg, cases[i].format, cases[i].interval, nblocks);
+  cfg->file = path;
+}
+
+/* Open case I with NBLOCKS blocks on a file store, DIR/disk in a new
+ * directory DIR (DIRLEN bytes). */
+static struct disk *
+open_file_case (int i, uint64_t nblocks, char *dir, size_t dirlen)
+{
+  char path[300];
+  struct disk_config cfg;
+
+  file_case_config (i, nblocks, dir, dirlen, path, sizeof path, &cfg);
   return open_config (&cfg);
 }
 
@@ -1277,20 +1298,15 @@ END_TEST
  * stored data and PI are byte for byte what they were. */
 START_TEST (read_only_file_store)
 {
-  const char *t = getenv ("TMPDIR");
-  char dir[256], file[300], cmd[400];
+  char dir[256], file[300];
   struct disk_config cfg;
   struct image before;
   struct disk *d;
   uint8_t *ext, *buf;
   int err;
 
-  snprintf (dir, sizeof dir, "%s/test-server.XXXXXX", t && *t ? t : "/tmp");
-  ck_assert_ptr_nonnull (mkdtemp (dir));
-  snprintf (file, sizeof file, "%s/disk", dir);
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
-  base_config (&cfg, "T10-DIF-TYPE1-CRC", 512, 32);
-  cfg.file = file;
+  /* Case 0: T10-DIF-TYPE1-CRC, 512-byte intervals. */
+  file_case_config (0, 32, dir, sizeof dir, file, sizeof file, &cfg);
   d = open_config (&cfg);
   ck_assert (!disk_read_only (d));
   ext = make_ext (d, 4, 6, 77);
@@ -1302,7 +1318,7 @@ START_TEST (read_only_file_store)
     fprintf (stderr, "read_only_file_store: SKIPPED: cannot make %s "
              "read-only (root without a private mount namespace)\n", dir);
     free (ext);
-    ck_assert_int_eq (system (cmd), 0);
+    remove_dir (dir);
     return;
   }
   d = open_config (&cfg);
@@ -1338,7 +1354,7 @@ START_TEST (read_only_file_store)
   free (ext);
   disk_close (d);
   ro_path_undo ();
-  ck_assert_int_eq (system (cmd), 0);
+  remove_dir (dir);
 }
 END_TEST
 
@@ -1522,7 +1538,7 @@ jint (json_t *o, const char *key)
 
 START_TEST (events_file_json_lines)
 {
-  char dir[] = "/tmp/test-server.XXXXXX", path[64];
+  char dir[256], path[300];
   struct disk_config cfg;
   struct disk *d;
   uint8_t *ext;
@@ -1532,7 +1548,7 @@ START_TEST (events_file_json_lines)
   char line[1024];
   int nlines = 0;
 
-  ck_assert_ptr_nonnull (mkdtemp (dir));
+  make_dir (dir, sizeof dir);
   snprintf (path, sizeof path, "%s/events", dir);
   base_config (&cfg, "EXT-DIF-TYPE1-CRC64", 4096, 16);
   cfg.events_path = path;
@@ -1871,8 +1887,10 @@ main (void)
   SRunner *sr = srunner_create (server_suite ());
   int failed;
 
+  test_tmpdir_enter ("test-server");
   srunner_run_all (sr, CK_NORMAL);
   failed = srunner_ntests_failed (sr);
   srunner_free (sr);
+  test_tmpdir_leave ();
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

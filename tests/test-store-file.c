@@ -27,6 +27,7 @@
 #include "ro-path.h"
 #include "store.h"
 #include "store-file-hdr.h"
+#include "test-tmpdir.h"
 
 /* ---- error capture: the store reports each failure exactly once ---- */
 
@@ -1055,8 +1056,10 @@ main (void)
   SRunner *sr = srunner_create (store_file_suite ());
   int failed;
 
+  test_tmpdir_enter ("test-store-file");
   srunner_run_all (sr, CK_NORMAL);
   failed = srunner_ntests_failed (sr);
   srunner_free (sr);
+  test_tmpdir_leave ();
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
