@@ -501,44 +501,68 @@ write_partial (struct disk *d, uint64_t lba, struct partial *p, bool fua)
   return d->store->ops->write (d->store, lba, 1, p->data, p->tuple, fua);
 }
 
-/* Where the whole blocks of a data view write come from (write_run). */
+/* The blocks of a data view write to a store that lends its memory
+ * (write_run): a merged partial head block, the caller's whole blocks,
+ * a merged partial tail block, in LBA order. */
 struct write_in {
   const struct pi_params *pi;   /* the disk's PI parameters */
-  const uint8_t *src;           /* the next run's data, caller's buffer */
+  const struct partial *head;   /* the merged head block, until the first
+                                   run has taken it; NULL: none */
+  const uint8_t *src;           /* the next whole block's data, in the
+                                   caller's buffer */
+  const struct partial *tail;   /* the merged tail block; NULL: none */
+  uint64_t tail_lba;            /* its LBA */
 };
 
-/* store_fill_fn: copy one run of the caller's data into the store and
+/* Copy one block of merged data into the store at DATA and generate its
+ * tuple at PI. */
+static void
+put_merged (const struct pi_params *p, const struct partial *m,
+            uint64_t lba, uint8_t *data, uint8_t *pi)
+{
+  memcpy (data, m->data, p->interval);
+  pi_generate_block (p, data, lba, pi);
+}
+
+/* store_fill_fn: copy one run of a data view write into the store and
  * generate its tuples in the same pass. */
 static void
 write_run (void *opaque, uint64_t lba, uint64_t nblocks, uint8_t *data,
            uint8_t *pi)
 {
   struct write_in *w = opaque;
+  const size_t iv = w->pi->interval, tu = w->pi->format->tuple_size;
+  uint64_t n;
 
-  pi_generate_copy (w->pi, w->src, data, w->pi->interval, pi,
-                    w->pi->format->tuple_size, nblocks, lba);
-  w->src += nblocks * w->pi->interval;
+  if (w->head) {                /* the first run starts at the head */
+    put_merged (w->pi, w->head, lba, data, pi);
+    w->head = NULL;
+    lba++;
+    nblocks--;
+    data += iv;
+    pi += tu;
+  }
+  n = nblocks;
+  if (w->tail && n > 0 && lba + n - 1 == w->tail_lba)
+    n--;                        /* the last run ends with the tail */
+  if (n > 0) {
+    pi_generate_copy (w->pi, w->src, data, iv, pi, tu, n, lba);
+    w->src += n * iv;
+  }
+  if (n < nblocks)
+    put_merged (w->pi, w->tail, lba + n, data + n * iv, pi + n * tu);
 }
 
-/* Store the whole blocks of a data view write (span S of BUF) with new
- * PI, under the caller's lock: straight into the store in one pass if it
- * lends its memory (write_in_place: the guards are computed under the
- * lock, while the data is copied), else with PI (S->mid_n tuples, made
- * from BUF before the lock was taken; NULL for format none) through
- * write. */
+/* Store the whole blocks of a data view write (span S of BUF) with PI
+ * (S->mid_n tuples made from BUF; NULL for format none), under the
+ * caller's lock, for a store that does not lend its memory. */
 static int
 write_mid (struct disk *d, const struct span *s, const uint8_t *buf,
            const uint8_t *pi, bool fua)
 {
-  struct write_in w = { .pi = &d->pi, .src = buf + s->mid_at };
-  int r;
+  int r = d->store->ops->write (d->store, s->mid_lba, s->mid_n,
+                                buf + s->mid_at, pi, fua);
 
-  if (has_pi (d) && d->store->ops->write_in_place)
-    r = d->store->ops->write_in_place (d->store, s->mid_lba, s->mid_n,
-                                       write_run, &w, fua);
-  else
-    r = d->store->ops->write (d->store, s->mid_lba, s->mid_n,
-                              buf + s->mid_at, pi, fua);
   if (r == 0 && has_pi (d))
     stats_add (&d->stats.c.blocks_generated, s->mid_n);
   return r;
@@ -613,21 +637,41 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
       memcpy (head.data + s.head_off, buf, s.head_len);
     else
       memset (head.data + s.head_off, 0, s.head_len);
-    r = write_partial (d, s.head_lba, &head, piece_fua);
   }
+  if (s.tail_len) {
+    if (buf)
+      memcpy (tail.data, buf + count - s.tail_len, s.tail_len);
+    else
+      memset (tail.data, 0, s.tail_len);
+  }
+
+  /* A write to a store that lends its memory: every block in one call,
+   * the data copied in and the PI generated in one pass (the guards
+   * computed under the lock).  The store has all the memory before it
+   * lends any, so a write it cannot take stores nothing. */
+  if (op == STATS_OP_WRITE && has_pi (d) && d->store->ops->write_in_place) {
+    struct write_in w = {
+      .pi = &d->pi, .head = s.head_len ? &head : NULL,
+      .src = buf + s.mid_at, .tail = s.tail_len ? &tail : NULL,
+      .tail_lba = s.tail_lba,
+    };
+    r = d->store->ops->write_in_place (d->store, s.first, s.nblocks,
+                                       write_run, &w, fua);
+    if (r == 0)
+      stats_add (&d->stats.c.blocks_generated, s.nblocks);
+    goto unlock;
+  }
+
+  if (s.head_len)
+    r = write_partial (d, s.head_lba, &head, piece_fua);
   if (r == 0 && s.mid_n) {
     if (op == STATS_OP_WRITE)
       r = write_mid (d, &s, buf, pi, piece_fua);
     else
       r = d->store->ops->zero (d->store, s.mid_lba, s.mid_n, piece_fua);
   }
-  if (r == 0 && s.tail_len) {
-    if (buf)
-      memcpy (tail.data, buf + count - s.tail_len, s.tail_len);
-    else
-      memset (tail.data, 0, s.tail_len);
+  if (r == 0 && s.tail_len)
     r = write_partial (d, s.tail_lba, &tail, piece_fua);
-  }
   if (r == 0 && fua && !piece_fua)
     r = d->store->ops->flush (d->store);
 

@@ -204,7 +204,6 @@ mem_read (struct store *s, uint64_t lba, uint64_t nblocks,
 }
 
 
-
 /* store_ops.write_in_place: one run per chunk, allocated (with the tree
  * pages above it) on the first write that touches it.  mem_write and
  * mem_write_ext are fills of it. */
@@ -214,6 +213,16 @@ mem_write_in_place (struct store *s, uint64_t lba, uint64_t nblocks,
 {
   struct store_memory *m = (struct store_memory *) s;
   const size_t iv = s->geom.interval, tu = s->tuple;
+  uint64_t idx;
+
+  /* Every chunk first, so that a write that cannot have its memory
+   * stores nothing.  (The chunks it did get read as before: zeros with
+   * all-ones PI.)  The range lock covers whole chunks, so none of them
+   * is freed before the fill below finds it again. */
+  for (idx = lba / m->blocks_per_chunk;
+       nblocks > 0 && idx <= (lba + nblocks - 1) / m->blocks_per_chunk; idx++)
+    if (chunk_get (m, idx) == NULL)
+      return -1;
 
   while (nblocks > 0) {
     uint64_t n = run_in_chunk (m, lba, nblocks);

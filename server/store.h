@@ -73,7 +73,8 @@ struct store_ops {
    * of each run's data and tuples.  The caller's range lock keeps
    * everyone else off these blocks meanwhile.  So a disk can copy the
    * data in and compute its PI in one pass.  FUA as in write.  -1 (after
-   * reporting, e.g. ENOMEM) may leave earlier runs stored. */
+   * reporting, e.g. ENOMEM) before FN is called at all: nothing is
+   * stored. */
   int (*write_in_place) (struct store *s, uint64_t lba, uint64_t nblocks,
                          store_fill_fn fn, void *opaque, bool fua);
   /* Make NBLOCKS blocks at LBA read as zeros with all-ones PI, releasing

@@ -26,6 +26,7 @@
 #include "disk.h"
 #include "pi.h"
 #include "ro-path.h"
+#include "test-alloc-fail.h"
 #include "test-tmpdir.h"
 
 /* ---- helpers ---- */
@@ -1096,6 +1097,65 @@ same_disks (struct disk *a, struct disk *b, const char *after)
   free (y);
 }
 
+/* Writes the memory store cannot have memory for: a data view write
+ * that starts and ends inside blocks and crosses from an allocated chunk
+ * into one never written, and a dif view write across the same boundary,
+ * fail with ENOMEM and one error naming the chunk's first LBA; the disk
+ * then reads exactly as before through both views (the merged partial
+ * blocks included: a data view write is one store call, and the store
+ * gets all its memory before it stores anything) and no PI counts as
+ * generated.  With memory again the same writes work. */
+START_TEST (write_without_memory_stores_nothing)
+{
+  struct disk *d = open_case (_i, 256);     /* 2 chunks or more */
+  const uint64_t iv = IV (d), cb = 65536 / iv;  /* blocks per chunk */
+  const uint64_t off = cb * iv - 2 * iv - 7, len = 4 * iv + 20;
+  uint8_t *buf = xmalloc (len), *ext;
+  struct stats_snapshot s0, s1;
+  struct image before;
+  char want[64];
+  int r;
+
+  uint8_t *chunk0 = xmalloc (cb * iv);
+
+  fill (chunk0, cb * iv, 5);                /* chunk 0 written */
+  must_write (d, &io_data, chunk0, 0, cb * iv);
+  free (chunk0);
+  fill (buf, len, 6);
+  ext = make_ext (d, cb - 2, 4, 7);
+  image_take (d, &before);
+  snap (d, &s0);
+  snprintf (want, sizeof want, "LBA %" PRIu64 ":", cb);
+
+  errors_reset ();
+  alloc_left = 0;
+  r = disk_pwrite (d, &io_data, buf, len, off, false);
+  alloc_left = -1;
+  ck_assert_int_eq (r, -1);
+  ck_assert_int_eq (errno, ENOMEM);
+  expect_one_error ("cannot allocate memory", want, NULL);
+
+  alloc_left = 0;
+  r = disk_pwrite (d, &io_dif, ext, 4 * EXT (d), (cb - 2) * EXT (d), false);
+  alloc_left = -1;
+  ck_assert_int_eq (r, -1);
+  ck_assert_int_eq (errno, ENOMEM);
+  expect_one_error ("cannot allocate memory", want, NULL);
+
+  image_same (d, &before);
+  snap (d, &s1);
+  ck_assert_uint_eq (s1.blocks_generated, s0.blocks_generated);
+
+  must_write (d, &io_data, buf, off, len);
+  must_write (d, &io_dif, ext, (cb - 2) * EXT (d), 4 * EXT (d));
+  ck_assert_int_eq (nr_errors, 0);
+  image_free (&before);
+  free (buf);
+  free (ext);
+  disk_close (d);
+}
+END_TEST
+
 /* Data view writes store the same data and PI, and count the same, on
  * the memory store (whole blocks copied in while their PI is generated,
  * write_in_place) and the file store (PI generated first): aligned and
@@ -1842,6 +1902,8 @@ server_suite (void)
   tcase_add_loop_test (tc, dif_write_roundtrip, 0, NR_CASES);
   tcase_add_loop_test (tc, dif_rejects_bad_guard, 0, NR_PI_CASES);
   tcase_add_loop_test (tc, dif_rejects_on_file_store, 0, NR_PI_CASES);
+  tcase_add_loop_test (tc, write_without_memory_stores_nothing, 0,
+                       NR_PI_CASES);
   tcase_add_loop_test (tc, dif_rejects_bad_ref, 0, 5);
   tcase_add_loop_test (tc, dif_rejects_bad_app, 0, NR_PI_CASES);
   tcase_add_loop_test (tc, app_tag_mask, 0, NR_PI_CASES);

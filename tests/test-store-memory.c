@@ -1,6 +1,7 @@
 /* stabledif: unit tests for server/store-memory.c (the sparse store). */
 #include <config.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,6 +14,7 @@
 
 #include "pi.h"
 #include "store.h"
+#include "test-alloc-fail.h"
 
 /* Errors reported by the store: the last message and how many. */
 static char last_error[512];
@@ -455,6 +457,119 @@ START_TEST (write_in_place_runs)
 }
 END_TEST
 
+/* store_fill_fn of a write that must never be lent anything. */
+static void
+fill_never (void *opaque, uint64_t lba, uint64_t n, uint8_t *data,
+            uint8_t *pi)
+{
+  (void) opaque; (void) data; (void) pi;
+  ck_abort_msg ("lent LBA %lu..+%lu of a write without memory",
+                (unsigned long) lba, (unsigned long) n);
+}
+
+/* The store could not allocate: the write fails with ENOMEM, one error
+ * names the first LBA of the chunk it could not have, and nothing the
+ * write would have stored is stored (earlier chunks were not filled
+ * first), on all three writing paths. */
+static void
+expect_enomem (struct store *s, const char *lba_text)
+{
+  ck_assert_int_eq (errno, ENOMEM);
+  ck_assert_int_eq (nr_errors, 1);
+  ck_assert_msg (strstr (last_error, "cannot allocate memory") &&
+                 strstr (last_error, lba_text),
+                 "error \"%s\" does not name %s", last_error, lba_text);
+  nr_errors = 0;
+  (void) s;
+}
+
+START_TEST (write_without_memory_stores_nothing)
+{
+  /* 512-byte blocks: 128 per chunk. */
+  struct store *s = open_store (4096, 512, "T10-DIF-TYPE1-CRC");
+  const uint32_t iv = 512, tu = 8, es = iv + tu;
+  uint8_t *data = malloc (300 * iv), *pi = malloc (300 * tu);
+  uint8_t *ext = malloc (300 * es);
+  int r;
+
+  write_pattern (s, 0, 128, 1);             /* chunk 0 allocated */
+  pattern (data, pi, 100, 100, iv, tu, 2);
+  nr_errors = 0;
+
+  /* write: 100..199, chunk 0 there, chunk 1 not to be had. */
+  alloc_left = 0;
+  r = s->ops->write (s, 100, 100, data, pi, false);
+  alloc_left = -1;
+  ck_assert_int_eq (r, -1);
+  expect_enomem (s, "LBA 128:");
+  expect_pattern (s, 0, 128, 1);
+  expect_extent (s, 128, 4096 - 128, false, 4096 - 128);
+
+  /* write_ext, the same request in the extended layout. */
+  memset (ext, 0x77, 100 * es);
+  alloc_left = 0;
+  r = s->ops->write_ext (s, 100, 100, ext, false);
+  alloc_left = -1;
+  ck_assert_int_eq (r, -1);
+  expect_enomem (s, "LBA 128:");
+  expect_pattern (s, 0, 128, 1);
+
+  /* write_in_place over 300..599 (chunks 2, 3, 4): chunk 2 is had,
+   * chunk 3 is not; nothing is lent.  Chunk 2 stays allocated and reads
+   * as never written. */
+  alloc_left = 1;
+  r = s->ops->write_in_place (s, 300, 300, fill_never, NULL, false);
+  alloc_left = -1;
+  ck_assert_int_eq (r, -1);
+  expect_enomem (s, "LBA 384:");
+  expect_unwritten (s, 128, 4096 - 128);
+  expect_extent (s, 128, 4096 - 128, false, 128);
+  expect_extent (s, 256, 4096 - 256, true, 128);
+  expect_extent (s, 384, 4096 - 384, false, 4096 - 384);
+
+  /* With memory again, the same writes work. */
+  ck_assert_int_eq (s->ops->write (s, 100, 100, data, pi, false), 0);
+  expect_pattern (s, 100, 100, 2);
+  expect_pattern (s, 0, 100, 1);
+  ck_assert_int_eq (nr_errors, 0);
+
+  free (data); free (pi); free (ext);
+  s->ops->close (s);
+}
+END_TEST
+
+/* On a disk with a tree of pages, a write whose page cannot be had
+ * fails the same way. */
+START_TEST (page_without_memory_stores_nothing)
+{
+  /* 16 TiB of 4096-byte blocks: 2^28 chunks below two levels of pages. */
+  struct store *s = open_store ((uint64_t) 1 << 32, 4096,
+                                "EXT-DIF-TYPE1-CRC64");
+  const uint64_t lba = ((uint64_t) 1 << 31) + 5;
+  uint8_t *data = malloc (4096), *pi = malloc (16);
+  char want[64];
+  int r;
+
+  pattern (data, pi, lba, 1, 4096, 16, 3);
+  nr_errors = 0;
+  alloc_left = 0;
+  r = s->ops->write (s, lba, 1, data, pi, false);
+  alloc_left = -1;
+  ck_assert_int_eq (r, -1);
+  /* The error names the first LBA of the chunk (16 blocks each). */
+  snprintf (want, sizeof want, "LBA %lu:", (unsigned long) (lba - 5));
+  expect_enomem (s, want);
+  expect_unwritten (s, lba, 1);
+  expect_extent (s, lba, 1, false, 1);
+
+  ck_assert_int_eq (s->ops->write (s, lba, 1, data, pi, false), 0);
+  expect_pattern (s, lba, 1, 3);
+
+  free (data); free (pi);
+  s->ops->close (s);
+}
+END_TEST
+
 static Suite *
 store_memory_suite (void)
 {
@@ -471,6 +586,8 @@ store_memory_suite (void)
   tcase_add_test (tc, concurrent_allocation);
   tcase_add_test (tc, extended_layout);
   tcase_add_test (tc, write_in_place_runs);
+  tcase_add_test (tc, write_without_memory_stores_nothing);
+  tcase_add_test (tc, page_without_memory_stores_nothing);
   suite_add_tcase (s, tc);
   return s;
 }
