@@ -13,10 +13,12 @@
  * only moves the data.  With --connections N both sides use N
  * connections: libstabledif N per handle (each with its own I/O thread),
  * the baseline N libnbd handles, each driven from a thread of its own
- * with an equal share of the queue depth.  Each figure is the best of
- * several timed rounds, the two sides measured alternately (which goes
- * first swapped every round).  A second
- * table gives, for information, the CPU time this process spent per MB
+ * with an equal share of the queue depth.  Each round times the two
+ * sides back to back, libstabledif first, so that every timed run
+ * follows one of the other side; a row gives each side's median rate
+ * and the median of the rounds' ratios, and every round's figures
+ * follow it.  A second table gives, for information, the CPU time this
+ * process spent per MB
  * moved on each side over all its rounds (getrusage: the library's or
  * libnbd's threads and this program's), steadier than the throughputs
  * on a shared machine; with --server-pids a third gives each server's
@@ -606,6 +608,62 @@ run_counted (struct side *s, const struct options *o, bool write,
   return r;
 }
 
+/* ---- the figures of a row ---- */
+
+/* What a row of the table says. */
+struct figure {
+  double sd;                    /* libstabledif: the median of its rounds'
+                                   bytes per second */
+  double base;                  /* the baseline's, likewise */
+  double ratio;                 /* the median of the rounds' ratios
+                                   (libstabledif over the baseline of
+                                   the same round) */
+};
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return (x > y) - (x < y);
+}
+
+/* The median of the N (>= 1) values V, which it sorts; of an even
+ * number, the mean of the middle two. */
+static double
+median_sort (double *v, unsigned n)
+{
+  qsort (v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The median of the N (>= 1) values V, sorted in SCRATCH (room for N). */
+static double
+median_of (const double *v, unsigned n, double *scratch)
+{
+  memcpy (scratch, v, n * sizeof *v);
+  return median_sort (scratch, n);
+}
+
+/* Fill *F from the N rounds' rates of both sides, SD[i] and BASE[i]
+ * measured back to back in round i.  The two runs of a round share
+ * whatever else the machine is doing then, so their ratio is steadier
+ * than either rate; the median of the ratios ignores a disturbed round
+ * where a best-of-each-side quotient would let one lucky round of
+ * either side set the figure alone. */
+static void
+figure_of (const double *sd, const double *base, unsigned n,
+           double *scratch, struct figure *f)
+{
+  unsigned i;
+
+  f->sd = median_of (sd, n, scratch);
+  f->base = median_of (base, n, scratch);
+  for (i = 0; i < n; i++)
+    scratch[i] = base[i] > 0 ? sd[i] / base[i] : 0;
+  f->ratio = median_sort (scratch, n);
+}
+
 /* ---- setup ---- */
 
 static void
@@ -621,7 +679,7 @@ usage (FILE *fp)
 "  --connections N  connections per side, 1 to %d (default 1): N per\n"
 "                   libstabledif handle, N libnbd handles each driven\n"
 "                   from its own thread with DEPTH/N requests in flight\n"
-"  --rounds N       timed rounds per figure, best kept (default 5)\n"
+"  --rounds N       timed rounds per figure, the median kept (default 5)\n"
 "  --round-ms MS    length of one round (default 500)\n"
 "  --policy NAME    libstabledif policy (default auto)\n"
 "  --size BYTES     only this request size (default 4096 and 131072)\n"
@@ -888,6 +946,9 @@ main (int argc, char **argv)
   struct options o;
   struct side sd = { 0 }, nb = { 0 };
   uint8_t *wbufs = NULL, *rbufs = NULL;
+  /* Each round's rate (bytes per second) of the current request size,
+   * [write/read][sd/nb][round], and room to sort one row. */
+  double *rates[2][2] = { { NULL, NULL }, { NULL, NULL } }, *sorted = NULL;
   bool missed = false;
   size_t i, k;
   int64_t sd_size, nb_size;
@@ -915,7 +976,12 @@ main (int argc, char **argv)
   maxsize = sizes[nsizes - 1];
   wbufs = malloc (o.depth * maxsize);
   rbufs = malloc (o.depth * maxsize);
-  if (wbufs == NULL || rbufs == NULL) {
+  for (i = 0; i < 4; i++)
+    rates[i / 2][i % 2] = calloc (o.rounds, sizeof (double));
+  sorted = calloc (o.rounds, sizeof (double));
+  if (wbufs == NULL || rbufs == NULL || rates[0][0] == NULL ||
+      rates[0][1] == NULL || rates[1][0] == NULL || rates[1][1] == NULL ||
+      sorted == NULL) {
     perror (PROG ": malloc");
     goto out;
   }
@@ -950,14 +1016,15 @@ main (int argc, char **argv)
     snprintf (per_conn, sizeof per_conn, "%u-%u", o.depth / o.connections,
               o.depth / o.connections + 1);
   printf ("queue depth %u per side (%s per connection), span %" PRIu64
-          " MiB, best of %u rounds of %.0f ms, the two sides alternately (the\n"
-          "first swapped every round)\n\n",
+          " MiB, %u rounds of %.0f ms;\n"
+          "each round times both sides back to back (every run follows one of "
+          "the other\nside), a row gives the medians of the rounds\n\n",
           o.depth, per_conn, o.span >> 20, o.rounds, o.round_secs * 1000);
   printf ("%-16s %14s %14s %8s %8s\n", "", "libstabledif", "baseline",
           "ratio", "target");
 
   for (k = 0; k < nsizes; k++) {
-    double best[2][2] = { { 0, 0 }, { 0, 0 } };  /* [write/read][sd/nb] */
+    struct figure fig[2];       /* [write/read] */
     unsigned r;
     int w;
 
@@ -973,11 +1040,14 @@ main (int argc, char **argv)
         int turn;
         if (o.only != -1 && o.only != w)
           continue;
-        /* Whichever side runs first may find the machine quieter (or
-         * busier) than the second: libstabledif first in even rounds,
-         * the baseline first in odd ones. */
+        /* libstabledif, then the baseline, in every round: each timed
+         * run follows one of the other side, so both start from the same
+         * state.  (Swapping which goes first every round makes each side
+         * follow itself in every other round: on two shared CPUs a side
+         * that follows itself was up to 0.25 faster, and the rounds'
+         * ratios then swing with the order.) */
         for (turn = 0; turn < 2 && a >= 0 && c >= 0; turn++) {
-          if ((turn == 0) == (r % 2 == 0)) {
+          if (turn == 0) {
             if (o.side != 1)
               a = run_counted (&sd, &o, w == 0, b, sizes[k], o.round_secs,
                                o.server_pid[0], &cost[k][w][0]);
@@ -988,27 +1058,38 @@ main (int argc, char **argv)
         }
         if (a < 0 || c < 0)
           goto out;
-        if (a > best[w][0]) best[w][0] = a;
-        if (c > best[w][1]) best[w][1] = c;
+        rates[w][0][r] = a;
+        rates[w][1][r] = c;
       }
     for (w = 0; w < 2; w++) {
-      if ((o.only != -1 && o.only != w) || o.side != -1) {
-        if (o.only == -1 || o.only == w)
-          printf ("%s %zu KiB: %.1f MB/s\n", w == 0 ? "write" : "read",
-                  sizes[k] / 1024, best[w][o.side == 1] / 1e6);
-        continue;
-      }
-      double ratio = best[w][0] / best[w][1];
       char label[32];
+
+      if (o.only != -1 && o.only != w)
+        continue;
       snprintf (label, sizeof label, "%s %zu KiB", w == 0 ? "write" : "read",
                 sizes[k] / 1024);
+      if (o.side != -1) {
+        printf ("%s: %.1f MB/s\n", label,
+                median_of (rates[w][o.side == 1], o.rounds, sorted) / 1e6);
+        continue;
+      }
+      figure_of (rates[w][0], rates[w][1], o.rounds, sorted, &fig[w]);
       /* MISSED only when checked; otherwise the table is for
        * information. */
       printf ("%-16s %9.1f MB/s %9.1f MB/s %7.2fx %7.2fx%s\n", label,
-              best[w][0] / 1e6, best[w][1] / 1e6, ratio, TARGET,
-              ratio >= TARGET ? "" : o.check ? "  MISSED" : "  (below)");
-      if (ratio < TARGET)
+              fig[w].sd / 1e6, fig[w].base / 1e6, fig[w].ratio, TARGET,
+              fig[w].ratio >= TARGET ? "" : o.check ? "  MISSED"
+              : "  (below)");
+      if (fig[w].ratio < TARGET)
         missed = true;
+      /* Every round, after the row, for whoever wants to see the
+       * spread. */
+      printf ("%-16s", "  rounds:");
+      for (r = 0; r < o.rounds; r++)
+        printf (" %.0f/%.0f=%.2f", rates[w][0][r] / 1e6,
+                rates[w][1][r] / 1e6,
+                rates[w][1][r] > 0 ? rates[w][0][r] / rates[w][1][r] : 0);
+      printf ("\n");
     }
   }
   /* For information: what each side's client costs per byte, over all
@@ -1029,6 +1110,9 @@ main (int argc, char **argv)
  out:
   free (wbufs);
   free (rbufs);
+  for (i = 0; i < 4; i++)
+    free (rates[i / 2][i % 2]);
+  free (sorted);
   free (sd.slots);
   if (sd.h)
     stabledif_close (sd.h);

@@ -2,7 +2,8 @@
 # bench/dif-view.sh: dif-view writes and reads through libstabledif,
 # against plain libnbd writes and reads of the same data bytes to nbdkit's
 # memory plugin, measured in the same run (bench-dif-view does the
-# timing: best of several rounds, the two sides alternately).
+# timing: several rounds, each timing both sides back to back; a table
+# row gives the median of the rounds' ratios, each round follows it).
 #
 #   bench/dif-view.sh [BUILDDIR] [-- BENCH-DIF-VIEW-OPTIONS]
 #

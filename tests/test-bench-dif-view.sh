@@ -15,6 +15,35 @@ HELPER="$top_builddir/bench/bench-dif-view"
 export HELPER NBDKIT
 out=$tmpdir/out
 
+# check_rounds FILE ROUNDS ROW...: under every ROW of the throughput
+# table of FILE, its "rounds:" line has ROUNDS rounds, each A/B=Q with
+# Q the quotient of A and B; the row gives the median of the As, of
+# the Bs and of the Qs (the mean of the middle two of an even number).
+cat > "$tmpdir/check_rounds.py" <<'EOF'
+import re, statistics, sys
+text = open(sys.argv[1]).read()
+rounds = int(sys.argv[2])
+for row in sys.argv[3:]:
+    m = re.search(r"^%s +([0-9.]+) MB/s +([0-9.]+) MB/s +([0-9.]+)x +0\.85x.*\n"
+                  r"  rounds: +(.*)$" % row, text, re.M)
+    assert m, ("no row with its rounds", row)
+    sd, base, ratio = (float(m.group(i)) for i in (1, 2, 3))
+    got = re.findall(r"([0-9]+)/([0-9]+)=([0-9.]+)", m.group(4))
+    assert len(got) == rounds and \
+        len(m.group(4).split()) == rounds, (row, m.group(4))
+    a = [float(x[0]) for x in got]
+    b = [float(x[1]) for x in got]
+    q = [float(x[2]) for x in got]
+    for x, y, z in zip(a, b, q):
+        # A and B are rounded to whole MB/s.
+        if y > 0:
+            assert abs(z - x / y) <= 0.006 + z * (0.5 / max(x, 0.5) + 0.5 / y), \
+                (row, x, y, z)
+    assert abs(sd - statistics.median(a)) <= 0.51, (row, sd, a)
+    assert abs(base - statistics.median(b)) <= 0.51, (row, base, b)
+    assert abs(ratio - statistics.median(q)) <= 0.006, (row, ratio, q)
+EOF
+
 # run_bench ARGS...: bench-dif-view ARGS against a T10 device and the
 # memory plugin (nested --run: each server stops with the command).
 run_bench () {
@@ -27,10 +56,9 @@ for args in "" "--submit thread" "--policy snapshot" "--policy wait-sent --depth
             "--connections 2" "--connections 2 --submit thread" \
             "--connections 3 --depth 4 --policy snapshot"; do
   run_bench $args > "$out" 2>&1 || { cat "$out"; fail "bench-dif-view $args failed"; }
-  for row in "write 4 KiB" "read 4 KiB" "write 128 KiB" "read 128 KiB"; do
-    grep -q "^$row .* MB/s .* MB/s .*x" "$out" ||
-      { cat "$out"; fail "bench-dif-view $args: no row \"$row\""; }
-  done
+  python3 "$tmpdir/check_rounds.py" "$out" 1 \
+    "write 4 KiB" "read 4 KiB" "write 128 KiB" "read 128 KiB" ||
+    { cat "$out"; fail "bench-dif-view $args: the table or its rounds"; }
   # The client CPU table: every row, its ratio the quotient of its two
   # figures.
   python3 - "$out" <<'EOF' || { cat "$out"; fail "bench-dif-view $args: CPU table"; }
@@ -72,6 +100,8 @@ export PIDS="$tmpdir/sd.pid" PIDM="$tmpdir/mem.pid"
 run_nbdkit -U - -P "$PIDS" --exit-with-parent "$PLUGIN" size=8M ctl=none \
   --run 'SD_URI=$uri timeout 120 "$NBDKIT" -U - -P "$PIDM" memory size=8M --run '\''"$HELPER" --span 2M --server-pids "$(cat "$PIDS"),$(cat "$PIDM")" $BENCH_ARGS "$SD_URI" "$uri"'\' \
   > "$out" 2>&1 || { cat "$out"; fail "bench-dif-view --server-pids"; }
+python3 "$tmpdir/check_rounds.py" "$out" 2 "write 128 KiB" ||
+  { cat "$out"; fail "bench-dif-view --rounds 2: the row or its rounds"; }
 python3 - "$out" <<'EOF' || { cat "$out"; fail "bench-dif-view: server CPU table"; }
 import re, sys
 text = open(sys.argv[1]).read()
