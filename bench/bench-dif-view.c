@@ -18,11 +18,11 @@
  * follows one of the other side; a row gives each side's median rate
  * and the median of the rounds' ratios, and every round's figures
  * follow it.  A second table gives, for information, the CPU time this
- * process spent per MB
- * moved on each side over all its rounds (getrusage: the library's or
- * libnbd's threads and this program's), steadier than the throughputs
- * on a shared machine; with --server-pids a third gives each server's
- * CPU time per MB (all its threads, from /proc/PID/stat).
+ * process spent per MB moved on each side over all its rounds
+ * (getrusage: the library's or libnbd's threads and this program's),
+ * steadier than the throughputs on a shared machine; with --server-pids
+ * a third gives each server's CPU time per MB (all its threads, from
+ * /proc/PID/stat).
  * bench/dif-view.sh starts both servers; see bench/README.md.  Not a
  * test: it prints ratios, and with --check exits 1 when one is below the
  * target.
