@@ -490,15 +490,37 @@ read_partial (struct disk *d, struct failures *f, uint64_t lba,
   return 0;
 }
 
-/* Store partial block LBA after merging: new PI, then write. */
+/* Store partial block LBA after merging: new PI, then write.  Counts
+ * the block as generated once it is stored. */
 static int
 write_partial (struct disk *d, uint64_t lba, struct partial *p, bool fua)
 {
-  if (has_pi (d)) {
+  if (has_pi (d))
     pi_generate_block (&d->pi, p->data, lba, p->tuple);
+  if (d->store->ops->write (d->store, lba, 1, p->data, p->tuple, fua) == -1)
+    return -1;
+  if (has_pi (d))
     stats_add (&d->stats.c.blocks_generated, 1);
-  }
-  return d->store->ops->write (d->store, lba, 1, p->data, p->tuple, fua);
+  return 0;
+}
+
+/* Put back partial block LBA as it was (OLD, read under the same lock)
+ * after a later piece of the request failed, and uncount its PI.  The
+ * block's memory is there already, so on the memory store this cannot
+ * fail; if a store fails it anyway, say so: the block then holds the
+ * merged data with its PI, not the old. */
+static void
+restore_partial (struct disk *d, uint64_t lba, const struct partial *old)
+{
+  const int e = errno;          /* the request's error */
+
+  if (d->store->ops->write (d->store, lba, 1, old->data, old->tuple,
+                            false) == -1)
+    disk_error (&d->cfg, "LBA %" PRIu64 ": could not put the block back "
+                "after the request failed: it holds the new data", lba);
+  else if (has_pi (d))
+    stats_add (&d->stats.c.blocks_generated, (uint64_t) -1);
+  errno = e;
 }
 
 /* The blocks of a data view write to a store that lends its memory
@@ -577,7 +599,7 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
              const uint8_t *buf, uint64_t count, uint64_t offset, bool fua)
 {
   struct span s;
-  struct partial head, tail;
+  struct partial head, tail, tail_old;
   struct range_held h;
   struct failures f = {
     .d = d, .io = io, .op = op, .offset = offset, .length = count,
@@ -639,6 +661,7 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
       memset (head.data + s.head_off, 0, s.head_len);
   }
   if (s.tail_len) {
+    tail_old = tail;
     if (buf)
       memcpy (tail.data, buf + count - s.tail_len, s.tail_len);
     else
@@ -662,16 +685,26 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
     goto unlock;
   }
 
-  if (s.head_len)
+  /* The partial blocks first, the tail before the head: if the head
+   * cannot be stored, the tail goes back as it was, so a request whose
+   * partial blocks cannot be stored changes nothing.  On the memory
+   * store (a zero, here) they are the only pieces that can fail, with
+   * ENOMEM when they need a chunk: zeroing whole blocks allocates
+   * nothing.  On a file store the whole blocks can still fail after
+   * them. */
+  if (s.tail_len)
+    r = write_partial (d, s.tail_lba, &tail, piece_fua);
+  if (r == 0 && s.head_len) {
     r = write_partial (d, s.head_lba, &head, piece_fua);
+    if (r == -1 && s.tail_len)
+      restore_partial (d, s.tail_lba, &tail_old);
+  }
   if (r == 0 && s.mid_n) {
     if (op == STATS_OP_WRITE)
       r = write_mid (d, &s, buf, pi, piece_fua);
     else
       r = d->store->ops->zero (d->store, s.mid_lba, s.mid_n, piece_fua);
   }
-  if (r == 0 && s.tail_len)
-    r = write_partial (d, s.tail_lba, &tail, piece_fua);
   if (r == 0 && fua && !piece_fua)
     r = d->store->ops->flush (d->store);
 

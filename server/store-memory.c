@@ -278,6 +278,8 @@ fill_ext (void *opaque, uint64_t lba, uint64_t n, uint8_t *data, uint8_t *pi)
   src->data = ext;
 }
 
+/* store_ops.write: a fill of mem_write_in_place, so a -1 (ENOMEM,
+ * reported by chunk_get) stores nothing. */
 static int
 mem_write (struct store *s, uint64_t lba, uint64_t nblocks,
            const uint8_t *data, const uint8_t *pi, bool fua)
@@ -289,8 +291,8 @@ mem_write (struct store *s, uint64_t lba, uint64_t nblocks,
   return mem_write_in_place (s, lba, nblocks, fill_sep, &src, fua);
 }
 
-/* store_ops.write_ext: allocates chunks as mem_write does; -1 (ENOMEM,
- * reported by chunk_get) may leave earlier chunks written. */
+/* store_ops.write_ext: a fill of mem_write_in_place too; a -1 stores
+ * nothing. */
 static int
 mem_write_ext (struct store *s, uint64_t lba, uint64_t nblocks,
                const uint8_t *ext, bool fua)

@@ -1156,6 +1156,66 @@ START_TEST (write_without_memory_stores_nothing)
 }
 END_TEST
 
+/* A data view zero whose partial blocks cannot have their memory
+ * changes nothing: the partial tail block is stored before the head and
+ * put back if the head cannot be, and the whole blocks come last.
+ * Chunk 0 and chunk 2 are never written, chunk 1 is. */
+START_TEST (zero_without_memory_stores_nothing)
+{
+  struct disk *d = open_case (_i, 3 * 65536 / cases[_i].interval);
+  const uint64_t iv = IV (d), cb = 65536 / iv;  /* blocks per chunk */
+  /* Head and two whole blocks in chunk 1, tail in chunk 2 (no memory
+   * for it); then head in chunk 0 (no memory for it), two whole blocks
+   * and tail in chunk 1. */
+  const uint64_t off[2] = { (2 * cb - 3) * iv + 3, (cb - 1) * iv + 3 };
+  const uint64_t end[2] = { 2 * cb * iv + 100, (cb + 2) * iv + 5 };
+  const uint64_t chunk[2] = { 2 * cb, 0 };
+  uint8_t *chunk1 = xmalloc (cb * iv), *got;
+  struct stats_snapshot s0, s1;
+  struct image before;
+  char want[64];
+  uint64_t i;
+  int k, r;
+
+  fill (chunk1, cb * iv, 8);
+  must_write (d, &io_data, chunk1, cb * iv, cb * iv);
+  for (k = 0; k < 2; k++) {
+    image_take (d, &before);
+    snap (d, &s0);
+    snprintf (want, sizeof want, "LBA %" PRIu64 ":", chunk[k]);
+    errors_reset ();
+    alloc_left = 0;
+    r = disk_zero (d, &io_data, end[k] - off[k], off[k], false);
+    alloc_left = -1;
+    ck_assert_msg (r == -1 && errno == ENOMEM, "zero %d: %d (%s)", k, r,
+                   strerror (errno));
+    expect_one_error ("cannot allocate memory", want, NULL);
+    image_same (d, &before);
+    snap (d, &s1);
+    ck_assert_uint_eq (s1.blocks_generated, s0.blocks_generated);
+    image_free (&before);
+  }
+
+  /* With memory, both zeros work: zeros in the range, chunk 1's data
+   * around it, valid PI everywhere it was written. */
+  for (k = 0; k < 2; k++)
+    ck_assert_int_eq (disk_zero (d, &io_data, end[k] - off[k], off[k],
+                                 false), 0);
+  ck_assert_int_eq (nr_errors, 0);
+  got = must_read (d, &io_data, 0, 3 * cb * iv);
+  for (i = 0; i < 3 * cb * iv; i++) {
+    bool zeroed = (i >= off[0] && i < end[0]) || (i >= off[1] && i < end[1]);
+    uint8_t want_byte = zeroed || i < cb * iv || i >= 2 * cb * iv
+      ? 0 : chunk1[i - cb * iv];
+    ck_assert_msg (got[i] == want_byte, "byte %" PRIu64 ": 0x%02x, not "
+                   "0x%02x", i, got[i], want_byte);
+  }
+  free (got);
+  free (chunk1);
+  disk_close (d);
+}
+END_TEST
+
 /* Data view writes store the same data and PI, and count the same, on
  * the memory store (whole blocks copied in while their PI is generated,
  * write_in_place) and the file store (PI generated first): aligned and
@@ -1904,6 +1964,7 @@ server_suite (void)
   tcase_add_loop_test (tc, dif_rejects_on_file_store, 0, NR_PI_CASES);
   tcase_add_loop_test (tc, write_without_memory_stores_nothing, 0,
                        NR_PI_CASES);
+  tcase_add_loop_test (tc, zero_without_memory_stores_nothing, 0, NR_CASES);
   tcase_add_loop_test (tc, dif_rejects_bad_ref, 0, 5);
   tcase_add_loop_test (tc, dif_rejects_bad_app, 0, NR_PI_CASES);
   tcase_add_loop_test (tc, app_tag_mask, 0, NR_PI_CASES);
