@@ -607,6 +607,10 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
   };
   uint8_t *pi = NULL;
   const uint64_t tu = d->pi.format->tuple_size;
+  /* A write to a store that lends its memory: every block in one call
+   * (below). */
+  const bool in_place = op == STATS_OP_WRITE && has_pi (d) &&
+    d->store->ops->write_in_place != NULL;
   unsigned pieces;
   bool piece_fua;
   int r = 0;
@@ -661,7 +665,11 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
       memset (head.data + s.head_off, 0, s.head_len);
   }
   if (s.tail_len) {
-    tail_old = tail;
+    /* Kept only where the tail may have to be put back (below). */
+    if (s.head_len && !in_place) {
+      memcpy (tail_old.data, tail.data, d->pi.interval);
+      memcpy (tail_old.tuple, tail.tuple, tu);
+    }
     if (buf)
       memcpy (tail.data, buf + count - s.tail_len, s.tail_len);
     else
@@ -672,7 +680,7 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
    * the data copied in and the PI generated in one pass (the guards
    * computed under the lock).  The store has all the memory before it
    * lends any, so a write it cannot take stores nothing. */
-  if (op == STATS_OP_WRITE && has_pi (d) && d->store->ops->write_in_place) {
+  if (in_place) {
     struct write_in w = {
       .pi = &d->pi, .head = s.head_len ? &head : NULL,
       .src = buf + s.mid_at, .tail = s.tail_len ? &tail : NULL,
@@ -696,7 +704,7 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
     r = write_partial (d, s.tail_lba, &tail, piece_fua);
   if (r == 0 && s.head_len) {
     r = write_partial (d, s.head_lba, &head, piece_fua);
-    if (r == -1 && s.tail_len)
+    if (r == -1 && s.tail_len)    /* then tail_old was kept */
       restore_partial (d, s.tail_lba, &tail_old);
   }
   if (r == 0 && s.mid_n) {
