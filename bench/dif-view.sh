@@ -27,7 +27,8 @@
 # is the figure README reports).
 #
 # Environment: CONNECTIONS (default: the number of online CPUs, at most
-# 4), RUNS (default 1), FORMAT (default T10-DIF-TYPE1-CRC), SPAN (bytes
+# 4), RUNS (default 1), FORMAT (default T10-DIF-TYPE1-CRC), INTERVAL
+# (protection interval, default 512: the plugin's default), SPAN (bytes
 # per side, default 64M), NBDKIT (default nbdkit).  Not part of "make
 # check".
 set -euo pipefail
@@ -43,6 +44,7 @@ plugin=$builddir/stabledif.so
 helper=$builddir/bench/bench-dif-view
 : "${NBDKIT:=nbdkit}"
 : "${FORMAT:=T10-DIF-TYPE1-CRC}"
+: "${INTERVAL:=512}"
 : "${SPAN:=64M}"
 if [ -z "${CONNECTIONS:-}" ]; then
   CONNECTIONS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
@@ -177,5 +179,5 @@ export HELPER_ARGS="$*"
 timeout 900 "$NBDKIT" -U - -P "$PID_DIR/base.pid" memory size=256M --run '
   export BASE_URI="$uri"
   timeout 900 "$NBDKIT" -U - -P "$PID_DIR/sd.pid" '"$plugin"' size=256M \
-    format='"$FORMAT"' ctl=none --run "SD_URI=\"\$uri\" bash -c \"\$tables\""
+    format='"$FORMAT"' interval='"$INTERVAL"' ctl=none --run "SD_URI=\"\$uri\" bash -c \"\$tables\""
 '
