@@ -280,6 +280,26 @@ default_message (struct request *r)
 
   if (r->error == 0 || r->msg != NULL)
     return;
+  /* No NBD error maps to ENOTCONN: libnbd fails the commands it holds
+   * with it when the connection dies. */
+  if (r->error == ENOTCONN) {
+    char conn[48] = "";
+
+    if (r->h->nconns > 1)
+      snprintf (conn, sizeof conn, " (connection %u of %u)",
+                r->conn->index + 1, r->h->nconns);
+    if (r->op == IO_FLUSH)
+      snprintf (msg, sizeof msg, "%s: connection to the device lost%s "
+                "before it answered the flush", r->fn, conn);
+    else
+      snprintf (msg, sizeof msg, "%s: connection to the device lost%s "
+                "before it answered the %s of data offset %" PRIu64
+                " count %" PRIu64 " (LBA %" PRIu64 "-%" PRIu64 ")",
+                r->fn, conn, r->op == IO_WRITE ? "write" : "read",
+                r->offset, r->count, r->lba, r->lba + r->nblocks - 1);
+    r->msg = strdup (msg);
+    return;
+  }
   if (r->op == IO_FLUSH)
     snprintf (msg, sizeof msg, "%s: the device failed the flush: %s",
               r->fn, strerror (r->error));
@@ -394,9 +414,20 @@ io_issue_chunks (struct request *r)
     }
     if (c == -1) {
       char msg[ERROR_MAX];
-      snprintf (msg, sizeof msg, "%s: %s", r->fn, nbd_get_error ());
+      int e = nbd_get_errno ();
+
+      /* libnbd refuses commands once it found the connection dead
+       * (EINVAL, "invalid state"): say what happened. */
+      if (nbd_aio_is_dead (r->conn->nbd) ||
+          nbd_aio_is_closed (r->conn->nbd)) {
+        e = ENOTCONN;
+        snprintf (msg, sizeof msg, "%s: connection to the device lost "
+                  "while the request was sent", r->fn);
+      }
+      else
+        snprintf (msg, sizeof msg, "%s: %s", r->fn, nbd_get_error ());
       r->refs--;
-      io_request_fail (r, nbd_get_errno (), msg);
+      io_request_fail (r, e, msg);
       break;
     }
   }
@@ -566,6 +597,15 @@ io_thread (void *arg)
       else {
         for (r = ready; r != NULL; ) {
           struct request *next = r->next;
+
+          /* Sending an earlier one may have found the connection
+           * dead: the rest fail like requests queued at the loss. */
+          if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd)) {
+            connection_lost (c, nbd_get_error () ? nbd_get_error ()
+                             : "the server closed the connection");
+            fail_unissued (h, r);
+            break;
+          }
           r->next = NULL;
           issue (r);
           r = next;

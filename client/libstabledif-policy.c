@@ -178,6 +178,12 @@ stabledif_set_policy (struct stabledif_handle *h, enum stabledif_policy policy)
     return -1;
   }
   pthread_mutex_lock (&h->lock);
+  if (h->connecting) {
+    pthread_mutex_unlock (&h->lock);
+    error_set (EBUSY, "stabledif_set_policy: a connect is in progress "
+               "(it resolves the policy): set it before or after");
+    return -1;
+  }
   if (h->connected) {
     if (policy_resolve (policy, h->profile.stable_writes, h->unsafe,
                         &effective, err, sizeof err) == -1) {
@@ -233,6 +239,12 @@ stabledif_set_unsafe (struct stabledif_handle *h, bool unsafe)
     return -1;
   }
   pthread_mutex_lock (&h->lock);
+  if (h->connecting) {
+    pthread_mutex_unlock (&h->lock);
+    error_set (EBUSY, "stabledif_set_unsafe: a connect is in progress "
+               "(it resolves the policy): set it before or after");
+    return -1;
+  }
   if (!unsafe && h->connected && h->profile.stable_writes &&
       h->effective == STABLEDIF_POLICY_NONE) {
     pthread_mutex_unlock (&h->lock);
@@ -261,8 +273,9 @@ stabledif_get_unsafe (struct stabledif_handle *h)
 }
 
 /* Block while a write whose source buffer overlaps [ADDR, ADDR+LEN) is
- * pinned (policies wait and wait-sent); return at once under snapshot
- * and none.  Counts calls, calls that blocked and the time blocked. */
+ * pinned (submitted under policy wait or wait-sent); writes under
+ * snapshot and none pin nothing.  Counts calls, calls that blocked and
+ * the time blocked. */
 int
 stabledif_wait_stable (struct stabledif_handle *h, const void *addr,
                        size_t len)
@@ -282,13 +295,13 @@ stabledif_wait_stable (struct stabledif_handle *h, const void *addr,
   pthread_mutex_lock (&h->lock);
   h->stats.wait_calls++;
   pthread_mutex_unlock (&h->lock);
-  if (!policy_pins (atomic_load (&h->effective)))
-    return 0;
 
   /* Pins live with the connection of their write.  A write of the
    * region on any of them blocks the caller; one submitted after this
    * call began does not matter (the caller has not touched the region
-   * since). */
+   * since).  Looked up whatever the policy in effect now: a write
+   * submitted under wait or wait-sent before the policy changed is
+   * still pinned (under snapshot and none alone there are no pins). */
   for (i = 0; i < h->nconns && !pinned; i++) {
     struct io_conn *c = &h->conns[i];
     pthread_mutex_lock (&c->lock);

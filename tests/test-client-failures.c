@@ -5,11 +5,15 @@
  *   test-client-failures URI eio-write
  *   test-client-failures URI eio-read
  *   test-client-failures URI lost PIDFILE
+ *   test-client-failures URI lost-in-callback PIDFILE SOCKET
+ *   test-client-failures URI split-rejected MAX
  *   test-client-failures URI chunks-split|chunks-short|chunks-overlap
  *
  * lost: the program kills the server (its pid is in PIDFILE) while
  * requests are in flight; they must fail, later calls must fail with
- * ENOTCONN, and nothing may hang.
+ * ENOTCONN, and nothing may hang.  lost-in-callback: a completion
+ * callback kills the server (SOCKET is where it listens) and submits
+ * more writes, which must fail with ENOTCONN too.
  *
  * chunks-*: the server is tests/nbd-chunky-server.py in that mode, and
  * every read reply comes in chunks shaped on purpose.  libstabledif does
@@ -25,7 +29,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "test-client-util.h"
@@ -132,12 +138,46 @@ eio_read (void)
   free (b);
 }
 
+/* The process ID in PIDFILE. */
+static long
+read_pid (const char *pidfile)
+{
+  FILE *fp = fopen (pidfile, "r");
+  long pid;
+
+  CHECK (fp && fscanf (fp, "%ld", &pid) == 1, "reading %s", pidfile);
+  fclose (fp);
+  return pid;
+}
+
+/* Kill the server PID and return once its socket SOCK refuses
+ * connections (its process, and with it our connection, is gone).
+ * Bounded: 10 s. */
+static void
+kill_server (long pid, const char *sock)
+{
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  int i, fd, r;
+
+  CHECK (kill ((pid_t) pid, SIGKILL) == 0, "kill %ld", pid);
+  snprintf (sun.sun_path, sizeof sun.sun_path, "%s", sock);
+  for (i = 0; i < 1000; i++) {
+    fd = socket (AF_UNIX, SOCK_STREAM, 0);
+    CHECK (fd >= 0, "socket");
+    r = connect (fd, (struct sockaddr *) &sun, sizeof sun);
+    close (fd);
+    if (r == -1)
+      return;
+    usleep (10000);
+  }
+  CHECK (false, "%s still accepts connections 10 s after kill", sock);
+}
+
 static void
 lost (const char *pidfile)
 {
   uint8_t *b = xmalloc (4 * iv);
   struct done d[3] = { { .ran = false }, { .ran = false }, { .ran = false } };
-  FILE *fp;
   long pid;
   int i;
 
@@ -150,15 +190,16 @@ lost (const char *pidfile)
   OK (stabledif_aio_pread (h, b + iv, iv, 0, NULL, 0, on_done, &d[1]));
   OK (stabledif_aio_flush (h, 0, on_done, &d[2]));
 
-  fp = fopen (pidfile, "r");
-  CHECK (fp && fscanf (fp, "%ld", &pid) == 1, "reading %s", pidfile);
-  fclose (fp);
+  pid = read_pid (pidfile);
   CHECK (kill ((pid_t) pid, SIGKILL) == 0, "kill %ld", pid);
 
   OK (stabledif_wait_all (h));
-  for (i = 0; i < 3; ++i)
-    CHECK (d[i].ran && d[i].error != 0, "request %d: error %d", i,
-           d[i].error);
+  for (i = 0; i < 3; ++i) {
+    CHECK (d[i].ran && d[i].error == ENOTCONN, "request %d: error %d (%s)",
+           i, d[i].error, d[i].msg);
+    CHECK (strstr (d[i].msg, "connection to the device lost") != NULL,
+           "request %d: message: %s", i, d[i].msg);
+  }
   printf ("in flight at the loss: %s\n", d[0].msg);
 
   /* From now on, every request fails at once. */
@@ -171,6 +212,106 @@ lost (const char *pidfile)
   OK (stabledif_wait_stable (h, b, 4 * iv));
   CHECK (stabledif_get_in_flight (h) == 0, "requests left in flight");
   free (b);
+}
+
+/* lost-in-callback: a completion callback finds the server dead and
+ * submits more writes; the I/O thread issues them after the loss. */
+static long cb_pid;
+static const char *cb_sock;
+static uint8_t *cb_buf;
+static struct done later[3];
+
+static void
+kill_then_submit (void *user_data, int error)
+{
+  int i;
+
+  CHECK (error == 0, "first write: error %d", error);
+  kill_server (cb_pid, cb_sock);
+  for (i = 0; i < 3; i++)
+    CHECK (stabledif_aio_pwrite (h, cb_buf, iv, (uint64_t) i * iv, 0,
+                                 on_done, &later[i]) > 0,
+           "submitting write %d from the callback: %s", i,
+           stabledif_get_error ());
+}
+
+/* Every write submitted after the loss fails with ENOTCONN and a
+ * message that says the connection was lost (not libnbd's EINVAL for a
+ * dead handle, nor "the device failed"), whether the I/O thread found
+ * the loss sending one of them or before. */
+static void
+lost_in_callback (const char *pidfile, const char *sock)
+{
+  int i;
+
+  cb_pid = read_pid (pidfile);
+  cb_sock = sock;
+  cb_buf = xmalloc (iv);
+  fill_pattern (cb_buf, iv, 4);
+  OK (stabledif_aio_pwrite (h, cb_buf, iv, 0, 0, kill_then_submit, NULL));
+  OK (stabledif_wait_all (h));
+  for (i = 0; i < 3; i++) {
+    CHECK (atomic_load (&later[i].ran), "write %d: no completion", i);
+    CHECK (later[i].error == ENOTCONN, "write %d: error %d (%s)", i,
+           later[i].error, later[i].msg);
+    CHECK (strstr (later[i].msg, "stabledif_aio_pwrite: connection to the "
+                   "device lost") != NULL, "write %d: message: %s", i,
+           later[i].msg);
+    printf ("after the loss: %s\n", later[i].msg);
+  }
+  FAILS (stabledif_pwrite (h, cb_buf, iv, 0, 0), ENOTCONN,
+         "connection to the device lost");
+  CHECK (stabledif_get_in_flight (h) == 0, "requests left in flight");
+  free (cb_buf);
+}
+
+/* split-rejected: the server takes at most MAX bytes per request, so a
+ * longer write goes as several commands; when the data of one command
+ * changed after its checksum (policy none), the device rejects that
+ * command alone: the write fails with EIO naming the changed block, the
+ * blocks of that command keep their old data, those of the others are
+ * stored (libstabledif(3), "Nothing of a rejected write is stored when
+ * it went to the device as one command"). */
+static void
+split_rejected (uint64_t max)
+{
+  const uint64_t per_cmd = max / (iv + (uint64_t) stabledif_get_tuple_size (h));
+  const uint64_t nb = 2 * per_cmd + 2;          /* three commands */
+  const uint64_t bad = per_cmd + 3;             /* in the second */
+  uint8_t *old = xmalloc (nb * iv), *buf = xmalloc (nb * iv);
+  uint8_t *back = xmalloc (nb * iv), *want = xmalloc (nb * iv);
+  uint8_t *sent = xmalloc (nb * iv);
+  char lba[64];
+
+  CHECK (per_cmd >= 1 && per_cmd < 64, "%" PRIu64 " blocks per command",
+         per_cmd);
+  fill_pattern (old, nb * iv, 5);
+  OK (stabledif_pwrite (h, old, nb * iv, 0, 0));
+
+  fill_pattern (buf, nb * iv, 6);
+  memcpy (sent, buf, nb * iv);
+  OK (stabledif_set_unsafe (h, true));
+  OK (stabledif_set_policy (h, STABLEDIF_POLICY_NONE));
+  OK (stabledif_set_race_delay_us (h, 200000));
+  OK (stabledif_aio_pwrite (h, buf, nb * iv, 0, 0, NULL, NULL));
+  buf[bad * iv + 17] ^= 0xff;                   /* long before copy-out */
+  sent[bad * iv + 17] ^= 0xff;
+  snprintf (lba, sizeof lba, "LBA %" PRIu64, bad);
+  FAILS (stabledif_wait_all (h), EIO, "write rejected by device (EIO)");
+  CHECK (strstr (stabledif_get_error (), lba) != NULL,
+         "the error does not name %s: %s", lba, stabledif_get_error ());
+  OK (stabledif_set_race_delay_us (h, 0));
+
+  /* The first and third commands stored (as sent), the second not. */
+  memcpy (want, sent, nb * iv);
+  memcpy (want + per_cmd * iv, old + per_cmd * iv, per_cmd * iv);
+  OK (stabledif_pread (h, back, nb * iv, 0, NULL, 0));
+  CHECK (memcmp (back, want, nb * iv) == 0, "stored data: the rejected "
+         "command's blocks changed, or another command's were not stored");
+  printf ("split write of %" PRIu64 " blocks, %" PRIu64 " per command: "
+          "blocks %" PRIu64 "-%" PRIu64 " kept their data\n", nb, per_cmd,
+          per_cmd, 2 * per_cmd - 1);
+  free (old); free (buf); free (back); free (want); free (sent);
 }
 
 /* The data of block LBA on tests/nbd-chunky-server.py. */
@@ -221,7 +362,8 @@ main (int argc, char *argv[])
 {
   progname = "test-client-failures";
   if (argc < 3) {
-    fprintf (stderr, "usage: %s URI eio-write|eio-read|lost [PIDFILE]|"
+    fprintf (stderr, "usage: %s URI eio-write|eio-read|lost PIDFILE|"
+             "lost-in-callback PIDFILE SOCKET|split-rejected MAX|"
              "chunks-split|chunks-short|chunks-overlap\n", progname);
     exit (EXIT_FAILURE);
   }
@@ -236,6 +378,10 @@ main (int argc, char *argv[])
     eio_read ();
   else if (strcmp (argv[2], "lost") == 0 && argc == 4)
     lost (argv[3]);
+  else if (strcmp (argv[2], "lost-in-callback") == 0 && argc == 5)
+    lost_in_callback (argv[3], argv[4]);
+  else if (strcmp (argv[2], "split-rejected") == 0 && argc == 4)
+    split_rejected (strtoull (argv[3], NULL, 10));
   else if (strncmp (argv[2], "chunks-", 7) == 0)
     chunks (argv[2]);
   else

@@ -1,6 +1,7 @@
 /* stabledif: unit tests for libstabledif handles without a server: the
  * settings and their defaults, what needs a connection, argument
- * checking, connect failures, and that errors are per thread.  Uses only
+ * checking, connect failures, settings refused while a connect runs, and
+ * that errors are per thread.  Uses only
  * the public API (links the shared library).
  */
 #include <config.h>
@@ -10,10 +11,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <check.h>
 
 #include "stabledif.h"
+#include "test-tmpdir.h"
 
 /* The calling thread's error must be ERRNUM and mention WHAT. */
 static void
@@ -148,6 +153,72 @@ START_TEST (test_connect_fails)
 }
 END_TEST
 
+/* What connect_thread does: connect H to URI, keep the result. */
+struct connecting {
+  struct stabledif_handle *h;   /* the handle */
+  char uri[PATH_MAX + 64];      /* where */
+  int r;                        /* stabledif_connect_uri's result */
+};
+
+static void *
+connect_thread (void *arg)
+{
+  struct connecting *c = arg;
+
+  c->r = stabledif_connect_uri (c->h, c->uri);
+  return NULL;
+}
+
+/* While a connect runs in another thread (here: stuck in the handshake
+ * with a server that never speaks), the policy and the unsafe flag it
+ * resolves cannot change under it: EBUSY.  Before and after, they can. */
+START_TEST (test_settings_during_connect)
+{
+  struct connecting c = { .r = 0 };
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  const char *dir = getenv ("TMPDIR");
+  pthread_t t;
+  int lfd, cfd, r = 0, i;
+
+  ck_assert_ptr_nonnull (dir);
+  ck_assert_int_lt (snprintf (sun.sun_path, sizeof sun.sun_path,
+                              "%s/mute.sock", dir), sizeof sun.sun_path);
+  lfd = socket (AF_UNIX, SOCK_STREAM, 0);
+  ck_assert_int_ge (lfd, 0);
+  ck_assert_int_eq (bind (lfd, (struct sockaddr *) &sun, sizeof sun), 0);
+  ck_assert_int_eq (listen (lfd, 1), 0);
+
+  c.h = stabledif_create ();
+  ck_assert_int_eq (stabledif_set_policy (c.h, STABLEDIF_POLICY_WAIT), 0);
+  snprintf (c.uri, sizeof c.uri, "nbd+unix:///dif?socket=%s", sun.sun_path);
+  ck_assert_int_eq (pthread_create (&t, NULL, connect_thread, &c), 0);
+  /* Bounded: the connect starts within milliseconds. */
+  for (i = 0; i < 1000; i++) {
+    r = stabledif_set_policy (c.h, STABLEDIF_POLICY_WAIT);
+    if (r == -1)
+      break;
+    usleep (5000);
+  }
+  ck_assert_int_eq (r, -1);
+  expect_error (EBUSY, "stabledif_set_policy: a connect is in progress");
+  ck_assert_int_eq (stabledif_set_unsafe (c.h, true), -1);
+  expect_error (EBUSY, "stabledif_set_unsafe: a connect is in progress");
+  ck_assert_int_eq (stabledif_get_unsafe (c.h), 0);
+  ck_assert_int_eq (stabledif_get_policy (c.h), STABLEDIF_POLICY_WAIT);
+
+  /* The server hangs up: the connect fails, and settings work again. */
+  cfd = accept (lfd, NULL, NULL);
+  ck_assert_int_ge (cfd, 0);
+  close (cfd);
+  ck_assert_int_eq (pthread_join (t, NULL), 0);
+  ck_assert_int_eq (c.r, -1);
+  ck_assert_int_eq (stabledif_set_policy (c.h, STABLEDIF_POLICY_SNAPSHOT), 0);
+  ck_assert_int_eq (stabledif_set_unsafe (c.h, true), 0);
+  stabledif_close (c.h);
+  close (lfd);
+}
+END_TEST
+
 /* Errors are per thread: another thread's failure does not show here,
  * and ours does not show there. */
 static void *
@@ -188,6 +259,7 @@ handle_suite (void)
   tcase_add_test (tc, test_needs_connection);
   tcase_add_test (tc, test_null_handle);
   tcase_add_test (tc, test_connect_fails);
+  tcase_add_test (tc, test_settings_during_connect);
   tcase_add_test (tc, test_errors_per_thread);
   suite_add_tcase (s, tc);
   return s;
@@ -199,7 +271,9 @@ main (void)
   SRunner *sr = srunner_create (handle_suite ());
   int failed;
 
+  test_tmpdir_enter ("test-client-handle");
   srunner_run_all (sr, CK_ENV);
+  test_tmpdir_leave ();
   failed = srunner_ntests_failed (sr);
   srunner_free (sr);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -8,7 +8,8 @@
  * policy allows, checking the outcome that follows from the policy's
  * contract, not from timing:
  *  - wait: wait_stable returns only after the write completed (its
- *    callback has run); regions that do not overlap never wait;
+ *    callback has run); regions that do not overlap never wait; a
+ *    policy changed after submit does not release the write's pin;
  *  - wait-sent: after wait_stable the buffer may change and the write
  *    still stores the data as it was at submit;
  *  - snapshot: wait_stable never waits and the write stores the data as
@@ -131,6 +132,41 @@ case_wait (void)
   OK (stabledif_wait_all (h));
   expect_stored (buf, lba, nb, "wait");
   free (buf); free (other);
+}
+
+/* A write submitted under wait stays pinned when the policy changes
+ * afterwards: wait_stable still waits for it under snapshot or none,
+ * and the buffer changed after that is not what the write sent. */
+static void
+case_policy_changed (enum stabledif_policy later)
+{
+  const uint64_t lba = later == STABLEDIF_POLICY_NONE ? 150 : 160, nb = 2;
+  uint8_t *buf = xmalloc (nb * iv), *orig = xmalloc (nb * iv);
+  struct done d = { .ran = false };
+  struct stabledif_stats a, b;
+
+  OK (stabledif_set_policy (h, STABLEDIF_POLICY_WAIT));
+  fill_pattern (buf, nb * iv, 7);
+  memcpy (orig, buf, nb * iv);
+  stats (&a);
+  OK (stabledif_aio_pwrite (h, buf, nb * iv, lba * iv, 0, on_done, &d));
+  if (later == STABLEDIF_POLICY_NONE)
+    OK (stabledif_set_unsafe (h, true));
+  OK (stabledif_set_policy (h, later));
+  OK (stabledif_wait_stable (h, buf, nb * iv));
+  CHECK (atomic_load (&d.ran), "wait_stable under %s returned before the "
+         "write submitted under wait completed",
+         stabledif_policy_name (later));
+  memset (buf, 0x5a, nb * iv);
+  OK (stabledif_wait_all (h));
+  CHECK (d.error == 0, "write failed: %s", d.msg);
+  stats (&b);
+  CHECK (b.waits == a.waits + 1, "waits %" PRIu64 " -> %" PRIu64,
+         a.waits, b.waits);
+  expect_stored (orig, lba, nb, "policy changed after submit");
+  OK (stabledif_set_policy (h, STABLEDIF_POLICY_WAIT));
+  OK (stabledif_set_unsafe (h, false));
+  free (buf); free (orig);
 }
 
 static void
@@ -358,6 +394,8 @@ main (int argc, char *argv[])
   OK (stabledif_set_forensics_callback (h, on_forensics, &rep));
 
   case_wait ();
+  case_policy_changed (STABLEDIF_POLICY_SNAPSHOT);
+  case_policy_changed (STABLEDIF_POLICY_NONE);
   case_wait_sent ();
   case_snapshot ();
   case_changed (true, false);
