@@ -711,6 +711,11 @@ pi_generate_copy (const struct pi_params *p, const uint8_t *data,
     }
     break;
   case PI_GUARD_NONE:
+    if (cstride == iv) {
+      if (nblocks > 0)
+        memcpy (copy, data, nblocks * iv);
+      break;
+    }
     for (i = 0; i < nblocks; i++)
       memcpy (copy + i * cstride, data + i * iv, iv);
     break;

@@ -608,8 +608,8 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
   uint8_t *pi = NULL;
   const uint64_t tu = d->pi.format->tuple_size;
   /* A write to a store that lends its memory: every block in one call
-   * (below). */
-  const bool in_place = op == STATS_OP_WRITE && has_pi (d) &&
+   * (below), with PI or without. */
+  const bool in_place = op == STATS_OP_WRITE &&
     d->store->ops->write_in_place != NULL;
   unsigned pieces;
   bool piece_fua;
@@ -688,7 +688,7 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
     };
     r = d->store->ops->write_in_place (d->store, s.first, s.nblocks,
                                        write_run, &w, fua);
-    if (r == 0)
+    if (r == 0 && has_pi (d))
       stats_add (&d->stats.c.blocks_generated, s.nblocks);
     goto unlock;
   }

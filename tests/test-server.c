@@ -1156,6 +1156,50 @@ START_TEST (write_without_memory_stores_nothing)
 }
 END_TEST
 
+/* A data view write whose whole blocks need a chunk that cannot be had
+ * stores nothing, its partial first and last blocks (in chunks that
+ * exist) included; every format, none too.  Chunks 0 and 2 are
+ * written, chunk 1 is not. */
+START_TEST (write_middle_without_memory_stores_nothing)
+{
+  struct disk *d = open_case (_i, 3 * 65536 / cases[_i].interval);
+  const uint64_t iv = IV (d), cb = 65536 / iv;  /* blocks per chunk */
+  const uint64_t off = cb * iv - iv + 5;        /* in chunk 0's last block */
+  const uint64_t len = 2 * cb * iv + 9 - off;   /* to chunk 2's first */
+  uint8_t *buf = xmalloc (len), *chunk = xmalloc (cb * iv);
+  struct stats_snapshot s0, s1;
+  struct image before;
+  char want[64];
+  int r;
+
+  fill (chunk, cb * iv, 9);
+  must_write (d, &io_data, chunk, 0, cb * iv);
+  must_write (d, &io_data, chunk, 2 * cb * iv, cb * iv);
+  fill (buf, len, 10);
+  image_take (d, &before);
+  snap (d, &s0);
+  snprintf (want, sizeof want, "LBA %" PRIu64 ":", cb);
+
+  errors_reset ();
+  alloc_left = 0;
+  r = disk_pwrite (d, &io_data, buf, len, off, false);
+  alloc_left = -1;
+  ck_assert_int_eq (r, -1);
+  ck_assert_int_eq (errno, ENOMEM);
+  expect_one_error ("cannot allocate memory", want, NULL);
+  image_same (d, &before);
+  snap (d, &s1);
+  ck_assert_uint_eq (s1.blocks_generated, s0.blocks_generated);
+
+  must_write (d, &io_data, buf, off, len);
+  ck_assert_int_eq (nr_errors, 0);
+  image_free (&before);
+  free (buf);
+  free (chunk);
+  disk_close (d);
+}
+END_TEST
+
 /* A data view zero whose partial blocks cannot have their memory
  * changes nothing: the partial tail block is stored before the head and
  * put back if the head cannot be, and the whole blocks come last.
@@ -1964,6 +2008,8 @@ server_suite (void)
   tcase_add_loop_test (tc, dif_rejects_on_file_store, 0, NR_PI_CASES);
   tcase_add_loop_test (tc, write_without_memory_stores_nothing, 0,
                        NR_PI_CASES);
+  tcase_add_loop_test (tc, write_middle_without_memory_stores_nothing, 0,
+                       NR_CASES);
   tcase_add_loop_test (tc, zero_without_memory_stores_nothing, 0, NR_CASES);
   tcase_add_loop_test (tc, dif_rejects_bad_ref, 0, 5);
   tcase_add_loop_test (tc, dif_rejects_bad_app, 0, NR_PI_CASES);
