@@ -147,11 +147,14 @@ disk_open (const struct disk_config *cfg)
   if (d->store == NULL)
     goto err_free;
 
-  if (stats_init (&d->stats, d->cfg.event_ring, cfg->events_path) == -1) {
-    if (cfg->events_path)
-      cfg->error ("events=%s: %m", cfg->events_path);
-    else
-      cfg->error ("events: %m");
+  if (stats_init (&d->stats, d->cfg.event_ring) == -1) {
+    cfg->error ("the ring of the last %zu events: %m", d->cfg.event_ring);
+    goto err_store;
+  }
+  if (cfg->events_path &&
+      stats_open_events (&d->stats, cfg->events_path) == -1) {
+    cfg->error ("events=%s: %m", cfg->events_path);
+    stats_destroy (&d->stats);
     goto err_store;
   }
   rangelock_init (&d->locks);

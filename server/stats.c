@@ -36,7 +36,7 @@ stats_op_name (enum stats_op op)
 }
 
 int
-stats_init (struct stats *s, size_t ring_size, const char *events_path)
+stats_init (struct stats *s, size_t ring_size)
 {
   memset (s, 0, sizeof *s);
   s->next_seq = 1;
@@ -46,18 +46,15 @@ stats_init (struct stats *s, size_t ring_size, const char *events_path)
     if (s->ring == NULL)
       return -1;
   }
-  if (events_path) {
-    s->events_file = fopen (events_path, "a");
-    if (s->events_file == NULL) {
-      int e = errno;
-      free (s->ring);
-      s->ring = NULL;
-      errno = e;
-      return -1;
-    }
-  }
   pthread_mutex_init (&s->lock, NULL);
   return 0;
+}
+
+int
+stats_open_events (struct stats *s, const char *events_path)
+{
+  s->events_file = fopen (events_path, "a");
+  return s->events_file == NULL ? -1 : 0;
 }
 
 void

@@ -81,9 +81,12 @@ struct stats {
   FILE *events_file;            /* JSON lines appended here, or NULL */
 };
 
-/* RING_SIZE events are kept.  EVENTS_PATH (may be NULL) is opened for
- * appending.  Returns -1 with errno set if it cannot be. */
-int stats_init (struct stats *s, size_t ring_size, const char *events_path);
+/* RING_SIZE events are kept.  Returns -1 with errno set if the ring
+ * cannot be allocated. */
+int stats_init (struct stats *s, size_t ring_size);
+/* Append events to EVENTS_PATH as JSON lines too (after stats_init).
+ * Returns -1 with errno set if it cannot be opened. */
+int stats_open_events (struct stats *s, const char *events_path);
 void stats_destroy (struct stats *s);
 
 /* Add N to a counter (relaxed atomic). */

@@ -346,10 +346,14 @@ mem_zero (struct store *s, uint64_t lba, uint64_t nblocks, bool fua)
     uint64_t b = block_in_chunk (m, lba);
     uint64_t idx = lba / m->blocks_per_chunk;
     uint8_t *c = chunk_find (m, idx, NULL);
+    /* Blocks of this chunk on the disk: fewer in a last, short one. */
+    uint64_t in_chunk = s->geom.nblocks - idx * m->blocks_per_chunk;
 
+    if (in_chunk > m->blocks_per_chunk)
+      in_chunk = m->blocks_per_chunk;
     if (c == NULL)
       ;                         /* already reads as zeros */
-    else if (n == m->blocks_per_chunk) {
+    else if (n == in_chunk) {
       /* The whole chunk: give its memory back.  The range lock keeps
        * everyone else off this chunk, so nobody holds a pointer to it. */
       atomic_store_explicit (leaf_slot (m, idx, NULL), NULL,

@@ -1681,6 +1681,38 @@ START_TEST (events_file_unwritable)
 }
 END_TEST
 
+/* Whatever allocation of disk_open fails, it says so once, naming
+ * what it could not have: the event ring among them (not blamed on an
+ * events file, none is set). */
+START_TEST (open_without_memory)
+{
+  struct disk_config cfg;
+  struct disk *d = NULL;
+  bool ring = false;
+  int k;
+
+  base_config (&cfg, "T10-DIF-TYPE1-CRC", 512, 8);
+  for (k = 0; k < 100 && d == NULL; k++) {
+    errors_reset ();
+    alloc_left = k;
+    d = disk_open (&cfg);
+    alloc_left = -1;
+    if (d != NULL)
+      break;
+    ck_assert_msg (nr_errors == 1, "allocation %d: %d errors (last: %s)",
+                   k, nr_errors, last_error);
+    ck_assert_msg (strstr (last_error, "events=") == NULL,
+                   "allocation %d blamed on an events file: %s", k,
+                   last_error);
+    ring = ring || strstr (last_error, "the ring of the last 1024 events: "
+                           "Cannot allocate memory") != NULL;
+  }
+  ck_assert_ptr_nonnull (d);
+  ck_assert_msg (ring, "no failure named the event ring");
+  disk_close (d);
+}
+END_TEST
+
 /* ---- events and JSON ---- */
 
 /* A JSON string field of O. */
@@ -2036,6 +2068,7 @@ server_suite (void)
   tc = tcase_create ("config");
   tcase_add_test (tc, config_errors);
   tcase_add_test (tc, events_file_unwritable);
+  tcase_add_test (tc, open_without_memory);
   tcase_add_test (tc, read_only_file_store);
   suite_add_tcase (s, tc);
 

@@ -274,6 +274,10 @@ START_TEST (last_partial_chunk)
   ck_assert_int_eq (s->ops->zero (s, 128, 2, false), 0);
   expect_unwritten (s, 128, 2);
   expect_pattern (s, 127, 1, 8);
+  /* Zeroing all of the short chunk gave its memory back, as for a
+   * whole one; only chunk 0 is left. */
+  expect_extent (s, 0, 130, true, 128);
+  expect_extent (s, 128, 2, false, 2);
   s->ops->close (s);
 }
 END_TEST
