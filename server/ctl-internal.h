@@ -10,7 +10,12 @@
 /* Connections served at once; more are told so and closed. */
 #define CTL_CLIENTS_MAX 64
 
-/* Unwritten reply bytes a connection may have before it is dropped. */
+/* Unwritten reply bytes at which a connection's further requests wait
+ * (are neither read nor answered) until the client reads its replies. */
+#define CTL_OUT_HIGH (64 * 1024)
+
+/* Unwritten reply bytes a connection may never exceed (one reply more
+ * than CTL_OUT_HIGH is far below it); beyond, it is dropped. */
 #define CTL_OUT_MAX (4 * 1024 * 1024)
 
 /* An output buffer larger than this is freed once it is empty. */

@@ -5,9 +5,13 @@
  * buffer: complete lines go to ctl_handle_line (ctl-request.c) and the
  * reply is queued on the connection's output buffer, written without
  * blocking.  A line longer than CTL_LINE_MAX gets one JSON error and the
- * rest of it is discarded; the connection stays usable.  A connection
- * whose unread replies pile up beyond CTL_OUT_MAX is dropped, so a client
- * that never reads cannot make the server hold unbounded memory.
+ * rest of it is discarded; the connection stays usable.  Requests are
+ * answered only while the connection's unwritten replies stay below
+ * CTL_OUT_HIGH; past that, what was received waits (and nothing more is
+ * read) until the client has read enough, so a client may send any
+ * number of requests at once and gets every answer, and one that never
+ * reads cannot make the server hold more than about CTL_OUT_HIGH plus a
+ * reply.
  *
  * The socket file is created mode 0600, only in a directory nobody else
  * can write (ctl-path.c), never replaces anything but a stale socket of
@@ -45,6 +49,10 @@ struct ctl_client {
   size_t inlen;                 /* bytes of it in IN */
   bool discarding;              /* line too long: skip to its newline */
   bool eof;                     /* the client closed its sending side */
+  char pend[CTL_LINE_MAX];      /* bytes received, not yet taken into
+                                   IN (they wait while OUT is full) */
+  size_t pendoff;               /* bytes of PEND already taken */
+  size_t pendlen;               /* bytes received into PEND */
   char *out;                    /* replies not yet written */
   size_t outlen;                /* bytes queued in OUT */
   size_t outoff;                /* bytes of OUT already written */
@@ -256,7 +264,15 @@ drop_client (struct ctl_client *cl)
   cl->out = NULL;
   cl->outlen = cl->outoff = cl->outcap = 0;
   cl->inlen = 0;
+  cl->pendoff = cl->pendlen = 0;
   cl->discarding = cl->eof = false;
+}
+
+/* Bytes of replies queued for CL and not yet written. */
+static size_t
+unsent (const struct ctl_client *cl)
+{
+  return cl->outlen - cl->outoff;
 }
 
 /* Write as much queued output as the socket takes now.  Returns -1 if
@@ -348,12 +364,15 @@ answer_line (struct ctl *c, struct ctl_client *cl)
   return r;
 }
 
-/* Feed N bytes received from the client into its line buffer, answering
- * every complete line. */
+/* Take the bytes received from CL (cl->pend) into its line buffer,
+ * answering every complete line, until they are used up or its unsent
+ * replies reach CTL_OUT_HIGH; the rest waits in cl->pend. */
 static int
-feed_client (struct ctl *c, struct ctl_client *cl, const char *buf, size_t n)
+feed_client (struct ctl *c, struct ctl_client *cl)
 {
-  while (n > 0) {
+  while (cl->pendoff < cl->pendlen && unsent (cl) < CTL_OUT_HIGH) {
+    const char *buf = cl->pend + cl->pendoff;
+    const size_t n = cl->pendlen - cl->pendoff;
     const char *nl = memchr (buf, '\n', n);
     size_t seg = nl ? (size_t) (nl - buf) : n;
 
@@ -370,27 +389,29 @@ feed_client (struct ctl *c, struct ctl_client *cl, const char *buf, size_t n)
       cl->inlen += seg;
     }
 
-    if (nl == NULL)
+    if (nl == NULL) {
+      cl->pendoff = cl->pendlen;
       break;
+    }
+    cl->pendoff += seg + 1;
     if (cl->discarding)
       cl->discarding = false;
     else if (answer_line (c, cl) == -1)
       return -1;
-    buf = nl + 1;
-    n -= seg + 1;
   }
+  if (cl->pendoff == cl->pendlen)
+    cl->pendoff = cl->pendlen = 0;
   return 0;
 }
 
-/* The client's socket is readable: read once and process.  Returns -1 to
- * drop the client. */
+/* The client's socket is readable and everything it sent before is
+ * answered: read once.  Returns -1 to drop the client. */
 static int
 read_client (struct ctl *c, struct ctl_client *cl)
 {
-  char buf[CTL_LINE_MAX];
   ssize_t n;
 
-  n = recv (cl->fd, buf, sizeof buf, MSG_DONTWAIT);
+  n = recv (cl->fd, cl->pend, sizeof cl->pend, MSG_DONTWAIT);
   if (n == -1) {
     if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
       return 0;
@@ -404,7 +425,9 @@ read_client (struct ctl *c, struct ctl_client *cl)
     cl->inlen = 0;
     return 0;
   }
-  return feed_client (c, cl, buf, n);
+  cl->pendoff = 0;
+  cl->pendlen = (size_t) n;
+  return 0;
 }
 
 /* Act on the poll events REV of client CL: read and answer, write what
@@ -416,16 +439,30 @@ service_client (struct ctl *c, struct ctl_client *cl, short rev)
     drop_client (cl);
     return;
   }
-  if ((rev & (POLLIN | POLLHUP | POLLERR)) && read_client (c, cl) == -1) {
+  if ((rev & (POLLIN | POLLHUP | POLLERR)) && cl->pendlen == 0 &&
+      !cl->eof && read_client (c, cl) == -1) {
     drop_client (cl);
     return;
   }
-  if (flush_client (cl) == -1) {
-    drop_client (cl);
-    return;
+  /* Answer what was received as far as the unsent replies allow, write,
+   * and go on while writing made room. */
+  for (;;) {
+    size_t before;
+
+    if (feed_client (c, cl) == -1) {
+      drop_client (cl);
+      return;
+    }
+    before = unsent (cl);
+    if (flush_client (cl) == -1) {
+      drop_client (cl);
+      return;
+    }
+    if (cl->pendlen == 0 || unsent (cl) == before)
+      break;
   }
   /* Closed by the client and everything answered: done. */
-  if (cl->eof && cl->outoff == cl->outlen)
+  if (cl->eof && cl->pendlen == 0 && unsent (cl) == 0)
     drop_client (cl);
 }
 
@@ -524,9 +561,11 @@ ctl_thread (void *arg)
 
       if (cl->fd == -1)
         continue;
-      if (!cl->eof)
+      /* Read more only once what came is answered and the replies
+       * are below the mark (backpressure). */
+      if (!cl->eof && cl->pendlen == 0 && unsent (cl) < CTL_OUT_HIGH)
         ev |= POLLIN;
-      if (cl->outoff < cl->outlen)
+      if (unsent (cl) > 0)
         ev |= POLLOUT;
       pfd[2 + n] = (struct pollfd) { .fd = cl->fd, .events = ev };
       slot[n++] = i;

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -663,32 +664,86 @@ END_TEST
 START_TEST (test_client_never_reads)
 {
   int fd = connect_to (path), i;
-  char reqs[1024];
-  bool dropped = false;
+  char reqs[1000];
+  bool full = false;
+  uint64_t sent_lines = 0, got = 0;
+  char *line;
 
-  /* Ask for ever more replies and never read them: the server must
-   * drop us once the unread replies pass its limit, not grow without
-   * bound.  Bounded: 4000 rounds of 100 requests is far beyond the
-   * limit (each reply is hundreds of bytes). */
+  /* Ask for ever more replies without reading them: the server must
+   * stop reading our requests once its unsent replies pass its mark
+   * (our sends then find the socket full), not hold them without bound.
+   * Bounded: 4000 writes of 100 requests is far beyond the mark (each
+   * reply is hundreds of bytes). */
   for (i = 0; i + 10 <= (int) sizeof reqs; i += 10)
     memcpy (reqs + i, "counters\n\n", 10);  /* 2 replies per 10 bytes */
-  for (i = 0; i < 4000 && !dropped; i++) {
-    struct pollfd p = { .fd = fd, .events = POLLOUT };
-    ssize_t n;
+  for (i = 0; i < 4000 && !full; i++) {
+    ssize_t n = send (fd, reqs, sizeof reqs, MSG_NOSIGNAL | MSG_DONTWAIT);
 
-    if (poll (&p, 1, WAIT_MS) != 1)
-      break;
-    if (p.revents & (POLLERR | POLLHUP)) {
-      dropped = true;
-      break;
+    if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      /* Full, or the server is just slow: give it a moment. */
+      struct pollfd p = { .fd = fd, .events = POLLOUT };
+      full = poll (&p, 1, 500) == 0;
+      continue;
     }
-    n = send (fd, reqs, 1000, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n == -1 && (errno == EPIPE || errno == ECONNRESET))
-      dropped = true;
+    ck_assert_msg (n > 0, "send: %s", strerror (errno));
+    for (ssize_t k = 0; k < n; k++)
+      sent_lines += reqs[k] == '\n';
+    if (n < (ssize_t) sizeof reqs) {            /* finish the line */
+      send_all (fd, reqs + n, sizeof reqs - n);
+      for (size_t k = n; k < sizeof reqs; k++)
+        sent_lines += reqs[k] == '\n';
+    }
   }
-  ck_assert_msg (dropped, "a client that never reads was not dropped");
-  close_fd (fd);
+  ck_assert_msg (full, "the server read every request of a client that "
+                 "never reads its replies");
+  /* Others are served meanwhile. */
   assert_answers (path);
+  /* Reading now gets every reply, in order: nothing was dropped. */
+  shutdown (fd, SHUT_WR);
+  while ((line = read_line (fd)) != NULL) {
+    got++;
+    free (line);
+  }
+  ck_assert_msg (got == sent_lines, "%" PRIu64 " replies to %" PRIu64
+                 " requests", got, sent_lines);
+  close_fd (fd);
+}
+END_TEST
+
+/* Many requests in one write whose replies are far more than the
+ * server's limits: all answered, in order, for a client that reads.
+ * Each "events" reply carries the 1000 events of 1000 failed reads
+ * (about 170 KiB); 40 of them fit in one read of the server's. */
+START_TEST (test_many_requests_one_write)
+{
+  static const struct disk_io io = { .conn = 1, .view = PROFILE_VIEW_DATA };
+  const size_t nreq = 40;
+  char reqs[40 * 7], blk[512];
+  int fd, k;
+  size_t i, got = 0, bytes = 0;
+  char *line;
+
+  memset (blk, 0x3c, sizeof blk);
+  ck_assert_int_eq (disk_pwrite (d, &io, blk, sizeof blk, 5 * 512, false), 0);
+  ck_assert_int_eq (disk_inject (d, DISK_INJECT_GUARD, 5), 0);
+  for (k = 0; k < 1000; k++)
+    ck_assert_int_eq (disk_pread (d, &io, blk, sizeof blk, 5 * 512), -1);
+  last_error[0] = '\0';
+  for (i = 0; i < nreq; i++)
+    memcpy (reqs + 7 * i, "events\n", 7);
+  fd = connect_to (path);
+  send_all (fd, reqs, sizeof reqs);
+  while (got < nreq) {
+    line = read_line (fd);
+    ck_assert_msg (line != NULL, "dropped after %zu replies", got);
+    ck_assert_msg (strncmp (line, "{\"ok\":true", 10) == 0,
+                   "reply %zu: %.200s", got, line);
+    bytes += strlen (line) + 1;
+    got++;
+    free (line);
+  }
+  ck_assert_uint_gt (bytes, CTL_OUT_MAX);
+  close_fd (fd);
 }
 END_TEST
 
@@ -778,6 +833,7 @@ ctl_socket_suite (void)
   tcase_add_test (robust, test_too_many_clients);
   tcase_add_test (robust, test_vanishing_clients);
   tcase_add_test (robust, test_client_never_reads);
+  tcase_add_test (robust, test_many_requests_one_write);
   tcase_add_test (robust, test_accept_out_of_fds);
   tcase_add_test (robust, test_stop_with_clients);
   suite_add_tcase (s, robust);
