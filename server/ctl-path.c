@@ -128,8 +128,10 @@ other_writers (mode_t mode)
   return NULL;
 }
 
-int
-ctl_path_check_dir (const char *dir, char *why, size_t whylen)
+/* Whether DIR, with its symbolic links resolved, and every directory
+ * above it is safe (ctl_path_check_dir's rule, on the resolved path). */
+static int
+check_resolved (const char *dir, char *why, size_t whylen)
 {
   char *real = realpath (dir, NULL);
   uid_t me = geteuid ();
@@ -190,6 +192,63 @@ ctl_path_check_dir (const char *dir, char *why, size_t whylen)
   free (real);
   errno = err;
   return -1;
+}
+
+/* Every symbolic link on the way to DIR as written: whoever may write
+ * the directory that holds it, or owns it, could point it elsewhere, so
+ * that directory must be safe and the link ours or root's. */
+static int
+check_links (const char *dir, char *why, size_t whylen)
+{
+  char buf[PATH_MAX], parent[PATH_MAX], inner[512];
+  const size_t n = strlen (dir);
+  uid_t me = geteuid ();
+  size_t i;
+
+  if (n >= sizeof buf) {
+    snprintf (why, whylen, "%.64s...: %s", dir, strerror (ENAMETOOLONG));
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy (buf, dir, n + 1);
+  /* Each prefix ending before a slash, and the whole: a/b/c -> a, a/b,
+   * a/b/c. */
+  for (i = 1; i <= n; i++) {
+    struct stat st;
+    char saved;
+
+    if ((i < n && buf[i] != '/') || buf[i - 1] == '/')
+      continue;
+    saved = buf[i];
+    buf[i] = '\0';
+    if (lstat (buf, &st) == 0 && S_ISLNK (st.st_mode)) {
+      if (st.st_uid != me && st.st_uid != 0) {
+        snprintf (why, whylen, "%s is a symbolic link owned by uid %ld, "
+                  "neither us (uid %ld) nor root, so its owner could point "
+                  "it elsewhere", buf, (long) st.st_uid, (long) me);
+        errno = EPERM;
+        return -1;
+      }
+      if (ctl_path_dirname (buf, parent, sizeof parent) == -1 ||
+          check_resolved (parent, inner, sizeof inner) == -1) {
+        int err = errno;
+        snprintf (why, whylen, "%s is a symbolic link in a directory that "
+                  "is not safe: %s", buf, inner);
+        errno = err;
+        return -1;
+      }
+    }
+    buf[i] = saved;
+  }
+  return 0;
+}
+
+int
+ctl_path_check_dir (const char *dir, char *why, size_t whylen)
+{
+  if (check_links (dir, why, whylen) == -1)
+    return -1;
+  return check_resolved (dir, why, whylen);
 }
 
 int

@@ -49,8 +49,11 @@ int ctl_path_check_private (const char *dir, char *why, size_t whylen);
  * resolving symbolic links, it and every directory above it up to / is
  * owned by the effective user or root and is not writable by group or
  * others unless it has the sticky bit (so /tmp itself is acceptable,
- * a directory anyone may rename entries in is not).  Otherwise someone
- * else could replace the socket with their own.  Returns 0 if safe, -1
+ * a directory anyone may rename entries in is not).  Every symbolic
+ * link on the way to DIR as written must be owned by the effective user
+ * or root and sit in a directory that passes the same rule.  Otherwise
+ * someone else could replace the socket with their own (or a link with
+ * one to their own directory).  Returns 0 if safe, -1
  * if not (errno EPERM) or if DIR cannot be examined (errno from the
  * system). */
 int ctl_path_check_dir (const char *dir, char *why, size_t whylen);

@@ -320,6 +320,26 @@ START_TEST (test_dir_rule)
   in_dir (p, "readable");
   ck_assert_int_eq (symlink (p, link), 0);
   ck_assert_int_eq (ctl_path_check_dir (link, why, sizeof why), 0);
+  /* ... and by where it sits: a link to a safe directory, in a
+   * directory its group may write, could be pointed elsewhere. */
+  in_dir (link, "group/to-readable");
+  in_dir (p, "readable");
+  ck_assert_int_eq (symlink (p, link), 0);
+  ck_assert_int_eq (ctl_path_check_dir (link, why, sizeof why), -1);
+  ck_assert_int_eq (errno, EPERM);
+  assert_why ("group/to-readable is a symbolic link in a directory that "
+              "is not safe: ");
+  assert_why ("group is writable by group without the sticky bit");
+  /* Also when the socket's directory is below the link. */
+  in_dir (q, "group/to-readable/.");
+  ck_assert_int_eq (ctl_path_check_dir (q, why, sizeof why), -1);
+  assert_why ("group/to-readable is a symbolic link");
+  if (geteuid () == 0) {                /* a link someone else owns */
+    in_dir (link, "to-readable");
+    ck_assert_int_eq (lchown (link, 65534, 65534), 0);
+    ck_assert_int_eq (ctl_path_check_dir (link, why, sizeof why), -1);
+    assert_why ("to-readable is a symbolic link owned by uid 65534");
+  }
 
   /* Not there, not a directory. */
   in_dir (p, "missing");
