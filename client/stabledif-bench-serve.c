@@ -270,6 +270,39 @@ exec_nbdkit (const struct serve *s, const char *format, uint64_t size,
   _exit (127);
 }
 
+/* The NBD URI of the dif view on the Unix socket PATH, into BUF (LEN
+ * bytes): PATH percent-encoded but for unreserved characters and '/',
+ * so that a space, '#', '&', '%' or a non-ASCII byte in $TMPDIR reaches
+ * libnbd as it is.  Returns -1 if it does not fit. */
+static int
+uri_for_socket (const char *path, char *buf, size_t len)
+{
+  static const char hex[] = "0123456789ABCDEF";
+  const char *prefix = "nbd+unix:///dif?socket=";
+  size_t n = strlen (prefix);
+  const unsigned char *p;
+
+  if (n >= len)
+    return -1;
+  memcpy (buf, prefix, n);
+  for (p = (const unsigned char *) path; *p; p++) {
+    bool plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+      (*p >= '0' && *p <= '9') || strchr ("-._~/", *p) != NULL;
+
+    if (n + (plain ? 1 : 3) >= len)
+      return -1;
+    if (plain)
+      buf[n++] = (char) *p;
+    else {
+      buf[n++] = '%';
+      buf[n++] = hex[*p >> 4];
+      buf[n++] = hex[*p & 15];
+    }
+  }
+  buf[n] = '\0';
+  return 0;
+}
+
 int
 serve_start (struct serve *s, const char *plugin, const char *format,
              uint64_t size, uint32_t interval)
@@ -299,7 +332,11 @@ serve_start (struct serve *s, const char *plugin, const char *format,
   snprintf (s->ctl, sizeof s->ctl, "%s/ctl.sock", s->dir);
   snprintf (s->pidfile, sizeof s->pidfile, "%s/nbdkit.pid", s->dir);
   snprintf (s->log, sizeof s->log, "%s/nbdkit.log", s->dir);
-  snprintf (s->uri, sizeof s->uri, "nbd+unix:///dif?socket=%s", s->sock);
+  if (uri_for_socket (s->sock, s->uri, sizeof s->uri) == -1) {
+    fprintf (stderr, PROG ": %s: path too long for a URI\n", s->sock);
+    serve_stop (s);
+    return -1;
+  }
   snprintf (s->plugin, sizeof s->plugin, "%s", plugin);
 
   fflush (NULL);

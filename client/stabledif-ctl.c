@@ -922,6 +922,8 @@ parse_options (int argc, char *argv[], struct options *o)
     case 'n': o->n = parse_count ("-n", optarg); o->n_given = true; break;
     case OPT_COUNT:
       o->count = parse_count ("--count", optarg);
+      if (o->count == 0)
+        die_usage ("--count 0: the number of refreshes must be at least 1");
       o->count_given = true;
       break;
     case OPT_INTERVAL: {
@@ -1004,10 +1006,13 @@ main (int argc, char *argv[])
   if (o.follow && !o.interval_given)
     o.interval = 0.5;           /* events --follow polls twice a second */
 
-  /* ^C stops watch and --follow cleanly (no SA_RESTART: sleeps end). */
-  sigemptyset (&sa.sa_mask);
-  sigaction (SIGINT, &sa, NULL);
-  sigaction (SIGTERM, &sa, NULL);
+  /* ^C stops watch and --follow cleanly (no SA_RESTART: sleeps end);
+   * any other command it just stops, as usual. */
+  if (strcmp (cmd, "watch") == 0 || o.follow) {
+    sigemptyset (&sa.sa_mask);
+    sigaction (SIGINT, &sa, NULL);
+    sigaction (SIGTERM, &sa, NULL);
+  }
   signal (SIGPIPE, SIG_IGN);
 
   connect_device (&o);

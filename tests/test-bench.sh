@@ -202,6 +202,15 @@ json $j 'all(r["device"] is None and r["corruption"]["device"] is None for r in 
 json $j 'all(r["client"]["write_errors"] == 0 for r in j["runs"])'
 echo "ok: format=none"
 
+# ---- self-served under a $TMPDIR that needs escaping in a URI ----
+odd="$tmpdir/sp ace#h&a%41$(printf '\xc3\xa9')"
+mkdir "$odd"
+TMPDIR=$odd expect_rc 0 --duration 0.2 --working-set 1M -p auto
+grep -q '^Corruption seen by the device: 0 writes rejected' "$out" ||
+  fail "bench under an odd TMPDIR: no report"
+[ -z "$(ls -A "$odd")" ] || fail "bench under an odd TMPDIR left files"
+echo "ok: odd TMPDIR"
+
 # ---- several connections per handle ----
 # The memory store advertises multi-conn: the library opens both, and the
 # flusher's writes (from its own thread) go over both.

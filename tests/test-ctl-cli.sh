@@ -127,6 +127,28 @@ expect_rc 2 ctl watch --interval 0
 expect_rc 2 "$CTLBIN" -s "$tmpdir/nonexistent.sock" check
 grep -q 'nonexistent.sock' $err || fail "missing socket message"
 expect_rc 2 "$CTLBIN"
+# A one-shot command stops at SIGTERM at once (only watch and --follow
+# catch it, to stop cleanly), even while a device keeps it waiting.
+silent=$tmpdir/silent.sock
+python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(1)
+c, _ = s.accept()
+time.sleep(20)
+' "$silent" & silent_pid=$!
+for _ in $(seq 100); do [ -S "$silent" ] && break; sleep 0.1; done
+"$CTLBIN" -s "$silent" check > /dev/null 2>&1 & ctl_pid=$!
+sleep 0.5
+t0=$(date +%s%N)
+kill -TERM $ctl_pid
+rc=0; wait $ctl_pid || rc=$?
+t1=$(date +%s%N)
+kill $silent_pid 2>/dev/null || :
+wait $silent_pid 2>/dev/null || :
+[ "$rc" = 143 ] || fail "check after SIGTERM: exit $rc, wanted 143 (killed)"
+[ $(( (t1 - t0) / 1000000 )) -lt 3000 ] ||
+  fail "check took $(( (t1 - t0) / 1000000 )) ms to stop after SIGTERM"
 echo "ok: exit statuses"
 
 # --json: an error reply is printed on stdout as it is, one JSON line,
@@ -169,6 +191,8 @@ usage_err "unknown option '-x'" -x status
 usage_err "unknown option '-x'" -s "$CTL" status -x
 usage_err "option '-s' needs an argument" status -s
 usage_err "option '--count' needs an argument" watch --count
+usage_err "--count 0: the number of refreshes must be at least 1" \
+  -s "$CTL" watch --count 0
 usage_err "option '--json=1' takes no argument" --json=1 status
 usage_err "events takes no arguments \(got 'extra'\)" -s "$CTL" events extra -n 1
 usage_err "unknown command 'frobnicate'" frobnicate -x
