@@ -263,6 +263,29 @@ device_json (const struct policy_result *p)
                     "write_bytes", u64 (p->device.dif_write_bytes));
 }
 
+/* S as a JSON string (null for NULL).  JSON strings are UTF-8: in a
+ * string that is not (a path with a Latin-1 byte, say), every byte
+ * outside ASCII becomes '?' rather than fail the whole report. */
+static json_t *
+text (const char *s)
+{
+  json_t *j;
+  char *copy, *c;
+
+  if (s == NULL)
+    return json_null ();
+  if ((j = json_string (s)) != NULL)
+    return j;
+  if ((copy = strdup (s)) == NULL)
+    return NULL;
+  for (c = copy; *c; c++)
+    if ((unsigned char) *c >= 0x80)
+      *c = '?';
+  j = json_string (copy);
+  free (copy);
+  return j;
+}
+
 static json_t *
 run_json (const struct policy_result *p)
 {
@@ -292,7 +315,7 @@ run_json (const struct policy_result *p)
                                   : json_null (),
                       "client", u64 (report_client_corruption (p)),
                     "first_error", m->first_error[0]
-                                     ? json_string (m->first_error)
+                                     ? text (m->first_error)
                                      : json_null ());
 }
 
@@ -311,17 +334,17 @@ report_json (FILE *fp, const struct bench_results *r)
       runs = NULL;
     }
   }
-  doc = json_pack ("{s:s, s:s, s:s, s:o, s:b, s:o, s:{s:s, s:s, s:I, s:b, s:o},"
+  doc = json_pack ("{s:s, s:s, s:o, s:o, s:b, s:o, s:{s:o, s:s, s:I, s:b, s:o},"
                    " s:{s:I, s:o, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I},"
                    " s:b, s:o}",
                    "program", PROG,
                    "version", PACKAGE_VERSION,
-                   "uri", r->uri,
-                   "ctl", r->ctl ? json_string (r->ctl) : json_null (),
+                   "uri", text (r->uri),
+                   "ctl", text (r->ctl),
                    "self_served", r->self_served,
-                   "plugin", r->plugin ? json_string (r->plugin) : json_null (),
+                   "plugin", text (r->plugin),
                    "device",
-                     "profile", r->dev.profile,
+                     "profile", text (r->dev.profile),
                      "format", r->dev.format,
                      "interval", (json_int_t) r->dev.interval,
                      "stable_writes", r->dev.stable_writes,
@@ -340,8 +363,8 @@ report_json (FILE *fp, const struct bench_results *r)
                    "interrupted", r->interrupted,
                    "runs", runs);
   if (doc == NULL) {
-    fprintf (stderr, PROG ": building the JSON report failed (out of "
-             "memory)\n");
+    fprintf (stderr, PROG ": building the JSON report failed: out of "
+             "memory\n");
     return -1;
   }
   if (json_dumpf (doc, fp, JSON_INDENT (2) | JSON_PRESERVE_ORDER) == -1) {

@@ -27,7 +27,10 @@
 #define MARGIN_T 30             /* panel title */
 #define MARGIN_B 48             /* x labels and axis title */
 #define TOP 56                  /* document title above the panels */
-#define LEGEND_H 34             /* legend below the panels */
+#define LEGEND_H 34             /* legend below the panels: one row */
+#define LEGEND_ROW 18           /* each further row of the legend */
+#define LEGEND_COL 216          /* width of one legend entry */
+#define LEGEND_PER_ROW 5        /* entries in a row of the legend */
 
 /* Colours by policy (enum stabledif_policy). */
 static const char *const colours[] = {
@@ -245,7 +248,10 @@ svg_write (FILE *fp, const struct bench_results *r)
 {
   static const char *const titles[3] = { "Write", "Writeback", "Flush" };
   const int width = 3 * PANEL_W + 20;
-  const int height = TOP + PANEL_H + LEGEND_H;
+  const size_t rows = r->nruns > 0
+    ? (r->nruns + LEGEND_PER_ROW - 1) / LEGEND_PER_ROW : 1;
+  const int height = TOP + PANEL_H + LEGEND_H +
+    (int) (rows - 1) * LEGEND_ROW;
   char sub[512];
   size_t i;
   int op;
@@ -288,8 +294,8 @@ svg_write (FILE *fp, const struct bench_results *r)
                                               p->policy);
     const char *eff = stabledif_policy_name ((enum stabledif_policy)
                                              p->effective);
-    double x = 14 + (double) i * 216;
-    double y = TOP + PANEL_H + 18;
+    double x = 14 + (double) (i % LEGEND_PER_ROW) * LEGEND_COL;
+    double y = TOP + PANEL_H + 18 + (double) (i / LEGEND_PER_ROW) * LEGEND_ROW;
 
     fprintf (fp, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
              "stroke=\"%s\" stroke-width=\"3\"/>\n", x, y - 4, x + 24, y - 4,

@@ -141,6 +141,21 @@ EOF
 # Nothing left behind: nbdkit stopped, its directory removed.
 ! ls -d "$tmpdir"/stabledif-bench.* 2>/dev/null || fail "temporary directory left"
 echo "ok: self-served table and SVG"
+# Seven runs: the legend wraps into rows, every entry inside the picture.
+TMPDIR=$tmpdir expect_rc 0 --duration 0.1 --working-set 1M \
+  -p auto,wait,wait-sent,snapshot,none,wait,snapshot --svg "$tmpdir/seven.svg"
+python3 - "$tmpdir/seven.svg" <<'EOF' || fail "SVG legend of seven runs"
+import sys, xml.dom.minidom
+svg = xml.dom.minidom.parse(sys.argv[1]).documentElement
+w, h = float(svg.getAttribute("width")), float(svg.getAttribute("height"))
+lines = [l for l in svg.getElementsByTagName("line")
+         if l.getAttribute("stroke-width") == "3"]
+assert len(lines) == 7, len(lines)
+for l in lines:
+    for a, lim in (("x1", w), ("x2", w), ("y1", h), ("y2", h)):
+        assert 0 <= float(l.getAttribute(a)) <= lim - 10, (a, l.toxml())
+EOF
+echo "ok: SVG legend of seven runs"
 
 # ---- URI from nbdkit --run, --ctl, --json ----
 cat > "$tmpdir/uri.sh" <<'EOF'
@@ -210,6 +225,13 @@ grep -q '^Corruption seen by the device: 0 writes rejected' "$out" ||
   fail "bench under an odd TMPDIR: no report"
 [ -z "$(ls -A "$odd")" ] || fail "bench under an odd TMPDIR left files"
 echo "ok: odd TMPDIR"
+# A plugin path that is not UTF-8 still gives a JSON report.
+lat1="$tmpdir/lat$(printf '\xff')"
+mkdir "$lat1"
+cp "$PLUGIN" "$lat1/p.so"
+expect_rc 0 --json --duration 0.2 --working-set 1M -p auto --plugin "$lat1/p.so"
+json $out 'j["plugin"].endswith("/lat?/p.so") and j["self_served"]'
+echo "ok: --json with a path that is not UTF-8"
 
 # ---- several connections per handle ----
 # The memory store advertises multi-conn: the library opens both, and the
