@@ -97,6 +97,21 @@ expect_stored (const uint8_t *want, uint64_t lba, uint64_t nb,
   free (r);
 }
 
+/* Under POLICY, fill BUF (NB blocks) with pattern SEED and keep a copy
+ * in ORIG, take the counters into A, and submit the write of BUF at LBA
+ * (its completion recorded in D). */
+static void
+submit_write (enum stabledif_policy policy, uint8_t *buf, uint8_t *orig,
+              uint64_t nb, uint64_t lba, uint64_t seed,
+              struct stabledif_stats *a, struct done *d)
+{
+  OK (stabledif_set_policy (h, policy));
+  fill_pattern (buf, nb * iv, seed);
+  memcpy (orig, buf, nb * iv);
+  stats (a);
+  OK (stabledif_aio_pwrite (h, buf, nb * iv, lba * iv, 0, on_done, d));
+}
+
 /* ---- cases ---- */
 
 static void
@@ -145,11 +160,7 @@ case_policy_changed (enum stabledif_policy later)
   struct done d = { .ran = false };
   struct stabledif_stats a, b;
 
-  OK (stabledif_set_policy (h, STABLEDIF_POLICY_WAIT));
-  fill_pattern (buf, nb * iv, 7);
-  memcpy (orig, buf, nb * iv);
-  stats (&a);
-  OK (stabledif_aio_pwrite (h, buf, nb * iv, lba * iv, 0, on_done, &d));
+  submit_write (STABLEDIF_POLICY_WAIT, buf, orig, nb, lba, 7, &a, &d);
   if (later == STABLEDIF_POLICY_NONE)
     OK (stabledif_set_unsafe (h, true));
   OK (stabledif_set_policy (h, later));
@@ -177,11 +188,7 @@ case_wait_sent (void)
   struct done d = { .ran = false };
   struct stabledif_stats a, b;
 
-  OK (stabledif_set_policy (h, STABLEDIF_POLICY_WAIT_SENT));
-  fill_pattern (buf, nb * iv, 2);
-  memcpy (orig, buf, nb * iv);
-  stats (&a);
-  OK (stabledif_aio_pwrite (h, buf, nb * iv, lba * iv, 0, on_done, &d));
+  submit_write (STABLEDIF_POLICY_WAIT_SENT, buf, orig, nb, lba, 2, &a, &d);
   OK (stabledif_wait_stable (h, buf + iv, iv));
   /* Copied out: the buffer is the caller's again. */
   memset (buf, 0xee, nb * iv);
@@ -202,11 +209,7 @@ case_snapshot (void)
   struct done d = { .ran = false };
   struct stabledif_stats a, b;
 
-  OK (stabledif_set_policy (h, STABLEDIF_POLICY_SNAPSHOT));
-  fill_pattern (buf, nb * iv, 3);
-  memcpy (orig, buf, nb * iv);
-  stats (&a);
-  OK (stabledif_aio_pwrite (h, buf, nb * iv, lba * iv, 0, on_done, &d));
+  submit_write (STABLEDIF_POLICY_SNAPSHOT, buf, orig, nb, lba, 3, &a, &d);
   OK (stabledif_wait_stable (h, buf, nb * iv));
   memset (buf, 0x11, nb * iv);  /* long before copy-out */
   OK (stabledif_wait_all (h));

@@ -1105,6 +1105,24 @@ same_disks (struct disk *a, struct disk *b, const char *after)
  * blocks included: a data view write is one store call, and the store
  * gets all its memory before it stores anything) and no PI counts as
  * generated.  With memory again the same writes work. */
+/* A write of LEN bytes of BUF at OFF through IO while no memory can be
+ * had: it fails with ENOMEM and one error naming WANT. */
+static void
+write_without_memory (struct disk *d, const struct disk_io *io,
+                      const void *buf, uint64_t len, uint64_t off,
+                      const char *want)
+{
+  int r;
+
+  errors_reset ();
+  alloc_left = 0;
+  r = disk_pwrite (d, io, buf, len, off, false);
+  alloc_left = -1;
+  ck_assert_int_eq (r, -1);
+  ck_assert_int_eq (errno, ENOMEM);
+  expect_one_error ("cannot allocate memory", want, NULL);
+}
+
 START_TEST (write_without_memory_stores_nothing)
 {
   struct disk *d = open_case (_i, 256);     /* 2 chunks or more */
@@ -1114,7 +1132,6 @@ START_TEST (write_without_memory_stores_nothing)
   struct stats_snapshot s0, s1;
   struct image before;
   char want[64];
-  int r;
 
   uint8_t *chunk0 = xmalloc (cb * iv);
 
@@ -1127,20 +1144,9 @@ START_TEST (write_without_memory_stores_nothing)
   snap (d, &s0);
   snprintf (want, sizeof want, "LBA %" PRIu64 ":", cb);
 
-  errors_reset ();
-  alloc_left = 0;
-  r = disk_pwrite (d, &io_data, buf, len, off, false);
-  alloc_left = -1;
-  ck_assert_int_eq (r, -1);
-  ck_assert_int_eq (errno, ENOMEM);
-  expect_one_error ("cannot allocate memory", want, NULL);
-
-  alloc_left = 0;
-  r = disk_pwrite (d, &io_dif, ext, 4 * EXT (d), (cb - 2) * EXT (d), false);
-  alloc_left = -1;
-  ck_assert_int_eq (r, -1);
-  ck_assert_int_eq (errno, ENOMEM);
-  expect_one_error ("cannot allocate memory", want, NULL);
+  write_without_memory (d, &io_data, buf, len, off, want);
+  write_without_memory (d, &io_dif, ext, 4 * EXT (d), (cb - 2) * EXT (d),
+                        want);
 
   image_same (d, &before);
   snap (d, &s1);
@@ -1170,7 +1176,6 @@ START_TEST (write_middle_without_memory_stores_nothing)
   struct stats_snapshot s0, s1;
   struct image before;
   char want[64];
-  int r;
 
   fill (chunk, cb * iv, 9);
   must_write (d, &io_data, chunk, 0, cb * iv);
@@ -1180,13 +1185,7 @@ START_TEST (write_middle_without_memory_stores_nothing)
   snap (d, &s0);
   snprintf (want, sizeof want, "LBA %" PRIu64 ":", cb);
 
-  errors_reset ();
-  alloc_left = 0;
-  r = disk_pwrite (d, &io_data, buf, len, off, false);
-  alloc_left = -1;
-  ck_assert_int_eq (r, -1);
-  ck_assert_int_eq (errno, ENOMEM);
-  expect_one_error ("cannot allocate memory", want, NULL);
+  write_without_memory (d, &io_data, buf, len, off, want);
   image_same (d, &before);
   snap (d, &s1);
   ck_assert_uint_eq (s1.blocks_generated, s0.blocks_generated);
