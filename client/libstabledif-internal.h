@@ -80,7 +80,9 @@ struct pin {
 /* The active pins of a connection (clock). */
 struct pinset {
   struct pin *head;             /* most recently added first */
-  size_t count;                 /* number of active pins */
+  atomic_size_t count;          /* number of active pins (changed under
+                                   the lock; read without it to skip an
+                                   empty set) */
 };
 
 void pinset_init (struct pinset *s);

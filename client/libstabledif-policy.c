@@ -296,6 +296,15 @@ stabledif_wait_stable (struct stabledif_handle *h, const void *addr,
   h->stats.wait_calls++;
   pthread_mutex_unlock (&h->lock);
 
+  /* No pin anywhere (always so under snapshot and none alone): no lock
+   * to take.  A write the caller submitted before this call has its
+   * pin counted already (pinset_add ran before io_submit returned). */
+  for (i = 0; i < h->nconns && !pinned; i++)
+    pinned = atomic_load (&h->conns[i].pins.count) > 0;
+  if (!pinned)
+    return 0;
+  pinned = false;
+
   /* Pins live with the connection of their write.  A write of the
    * region on any of them blocks the caller; one submitted after this
    * call began does not matter (the caller has not touched the region

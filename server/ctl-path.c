@@ -229,8 +229,16 @@ check_links (const char *dir, char *why, size_t whylen)
         errno = EPERM;
         return -1;
       }
-      if (ctl_path_dirname (buf, parent, sizeof parent) == -1 ||
-          check_resolved (parent, inner, sizeof inner) == -1) {
+      int r = ctl_path_dirname (buf, parent, sizeof parent);
+
+      if (r == -1) {
+        int err = errno;
+        snprintf (inner, sizeof inner, "%s", strerror (err));
+        errno = err;
+      }
+      else
+        r = check_resolved (parent, inner, sizeof inner);
+      if (r == -1) {
         int err = errno;
         snprintf (why, whylen, "%s is a symbolic link in a directory that "
                   "is not safe: %s", buf, inner);
