@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # demo.sh: what "make demo" runs (README: ./bootstrap && make demo).
 #
 #   sh demo.sh [BUILDDIR]
@@ -17,8 +18,8 @@ builddir=$(cd "${1:-.}" && pwd)
 : "${DEMO_DURATION:=3}"
 : "${DEMO_SVG:=$builddir/demo.svg}"
 plugin=$builddir/stabledif.so
-bench=$builddir/client/stabledif-bench
-ctl=$builddir/client/stabledif-ctl
+bench=$builddir/client/stabledif-bench/stabledif-bench
+ctl=$builddir/client/stabledif-ctl/stabledif-ctl
 for f in "$plugin" "$bench" "$ctl"; do
   [ -e "$f" ] || { echo "demo: $f is missing: run make first" >&2; exit 1; }
 done

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: bench-crc -- how fast PI verification and CRC-64/NVME are,
  * relative to isa-l on the same machine, same buffers, same run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: bench-dif-view -- writes and reads of the dif view through
  * libstabledif, against plain libnbd writes and reads of the same data
  * bytes to nbdkit's memory plugin, in the same run.

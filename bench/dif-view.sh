@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/dif-view.sh: dif-view writes and reads through libstabledif,
 # against plain libnbd writes and reads of the same data bytes to nbdkit's
 # memory plugin, measured in the same run (bench-dif-view does the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/fio-data-view.sh: server throughput of stabledif's data view
 # (format T10-DIF-TYPE1-CRC: the device inserts PI on every write and
 # verifies it on every read) against nbdkit's memory plugin, with fio's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif bench: memory and start-up cost of a huge sparse device.
 #
 # Starts nbdkit with a 16 TiB device -- stabledif on memory storage,

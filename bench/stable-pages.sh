@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/stable-pages.sh: the stable-pages table, as ratios measured in the
 # same run (stabledif-bench, each device its own nbdkit).
 #
@@ -31,7 +32,7 @@ if [ $# -gt 0 ] && [ "$1" != "--" ]; then builddir=$1; shift; fi
 if [ $# -gt 0 ] && [ "$1" = "--" ]; then shift; fi
 [ -e "$builddir/stabledif.so" ] || builddir=$here/..
 builddir=$(cd "$builddir" && pwd)
-bench=$builddir/client/stabledif-bench
+bench=$builddir/client/stabledif-bench/stabledif-bench
 [ -x "$bench" ] || { echo "$0: $bench not found: build first" >&2; exit 2; }
 
 : "${ROUNDS:=3}"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: CRC-16/T10-DIF of many equal-sized blocks (see crc16.h).
  *
  * Three implementations that must agree bit for bit (tests/test-crc16.c):

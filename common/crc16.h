@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: CRC-16/T10-DIF of many equal-sized blocks at once.
  *
  * CRC-16/T10-DIF (polynomial 0x8bb7, init 0, not reflected, no xorout;

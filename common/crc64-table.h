@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: lookup tables for the slicing-by-8 CRC-64/NVME in crc64.c.
  *
  * Generated, do not edit by hand.  crc64_nvme_tab[0][b] is the CRC (no

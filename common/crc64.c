@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: CRC-64/NVME (see crc64.h for the contract).
  *
  * Four implementations that must agree bit for bit (tests/test-crc64.c):

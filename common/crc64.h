@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: CRC-64/NVME, the guard of the EXT-DIF (CRC64) formats.
  *
  * Polynomial 0xad93d23594c93659, reflected, init and xorout all ones;

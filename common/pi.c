@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: protection-information formats (see pi.h for the contracts).
  *
  * The guard of the CRC-16 formats is CRC-16/T10-DIF: isa-l's crc16_t10dif

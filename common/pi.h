@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: protection-information formats (T10 DIF/DIX, NVMe PI).
  *
  * This file knows the PI formats of DESIGN.md §2: how a tuple is laid out,

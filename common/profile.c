@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the device profile and its one-line text form (see profile.h).
  *
  * The parser works on the caller's string in place (pointer + length per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif fuzz target: the library's extended-block layout
  * (client/libstabledif-layout.c): layout_split, which verifies and
  * splits what a read received, and layout_join / layout_generate, its

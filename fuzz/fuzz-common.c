@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif fuzz targets: shared helpers (see fuzz-common.h). */
 #include <config.h>
 

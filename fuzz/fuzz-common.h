@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif fuzz targets: what the targets share.
  *
  * A cursor over the fuzzer's input (reads past the end give zeros, so

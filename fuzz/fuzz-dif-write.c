@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif fuzz target: the dif view's write path (server/disk.c).
  *
  * The first input byte picks a device configuration (fuzz-common.c); a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif fuzz targets: a server disk for a fuzz configuration.
  * Only for the targets that drive server/ (they link it); kept out of
  * fuzz-common.h so that the others need no server headers. */

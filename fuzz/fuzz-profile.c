@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif fuzz target: the profile parser (common/profile.c).
  *
  * The input, up to its first NUL, is a profile line.  Whatever it is, the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Write the binary seed corpora of fuzz-ctl-request, fuzz-dif-write and
 fuzz-client-read (fuzz/corpus/NAME/), in the input formats the targets
 read (see the comments at the top of each fuzz-*.c and fuzz-common.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif fuzz targets: replay inputs without libFuzzer.
  *
  *   TARGET-replay FILE|DIR...

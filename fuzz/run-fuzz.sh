@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Run libFuzzer targets for a while each ("make fuzz").
 #
 #   run-fuzz.sh SECONDS SRCDIR CRASHDIR TARGET...

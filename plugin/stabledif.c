@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the nbdkit plugin.
  *
  * This file only translates: nbdkit parameters become a struct

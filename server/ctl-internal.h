@@ -1,14 +1,12 @@
-/* stabledif: control socket limits and fixed replies, shared by the
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* stabledif: the control socket thread's own limits, shared by the
  * socket thread (ctl.c), the request handler (ctl-request.c) and the
- * tests.  Not part of the contract in ctl.h. */
+ * tests.  Not part of the contract in ctl.h; what a client sees of the
+ * protocol is in common/ctl/ctl-proto.h. */
 #ifndef STABLEDIF_CTL_INTERNAL_H
 #define STABLEDIF_CTL_INTERNAL_H
 
-/* Longest request line, in bytes, without its newline. */
-#define CTL_LINE_MAX 4096
-
-/* Connections served at once; more are told so and closed. */
-#define CTL_CLIENTS_MAX 64
+#include "ctl-proto.h"
 
 /* Unwritten reply bytes at which a connection's further requests wait
  * (are neither read nor answered) until the client reads its replies. */
@@ -23,25 +21,5 @@
 
 /* Pause before accepting again after running out of descriptors. */
 #define CTL_BACKOFF_MS 100
-
-/* Most events in one "events" reply ("more" says there are others). */
-#define CTL_EVENTS_MAX 1000
-
-/* Default socket file names: PREFIX PID SUFFIX (stabledif-ctl globs
- * for them). */
-#define CTL_SOCKET_PREFIX "stabledif-"
-#define CTL_SOCKET_SUFFIX ".sock"
-
-/* Replies the socket thread sends without asking ctl_handle_line. */
-#define CTL_REPLY_TOO_LONG \
-  "{\"ok\":false,\"error\":\"request line longer than 4096 bytes; " \
-  "the rest of the line is ignored\"}"
-#define CTL_REPLY_NUL \
-  "{\"ok\":false,\"error\":\"request contains a NUL byte\"}"
-#define CTL_REPLY_ENOMEM \
-  "{\"ok\":false,\"error\":\"out of memory\"}"
-#define CTL_REPLY_BUSY \
-  "{\"ok\":false,\"error\":\"too many control connections (64); " \
-  "try again later\"}"
 
 #endif /* STABLEDIF_CTL_INTERNAL_H */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the control socket -- requests and their replies.
  *
  * ctl_handle_line turns one request line into one JSON reply line:

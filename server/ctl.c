@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the control socket -- the socket and its thread.
  *
  * One thread polls the listening socket, a self-pipe (ctl_stop writes to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the control socket (DESIGN §6).
  *
  * A Unix stream socket, mode 0600, in a directory only its user (or

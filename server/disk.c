@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the emulated disk and its two views (see disk.h, DESIGN §4).
  *
  * data view: plain bytes.  Whole intervals of a write get PI generated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the emulated disk and its two views (DESIGN §4).
  *
  * One disk holds data + PI in a store; the "data" view reads and writes

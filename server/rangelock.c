@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: range locks (see rangelock.h for the contract).
  *
  * A mutex guards a doubly linked list of the ranges currently held.  An

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: range locks.
  *
  * Requests that touch overlapping block ranges are serialised so that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: counters and the event ring (see stats.h for the contract).
  *
  * Counters are relaxed atomics: each one is exact, but a snapshot taken

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: counters and the event ring (DESIGN §6).
  *
  * Counters are 64-bit atomics, updated without locks on the I/O path.

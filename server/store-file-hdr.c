@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the geometry header of the file store's PATH.pi.
  * See store-file-hdr.h for the layout. */
 #include <config.h>

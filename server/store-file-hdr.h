@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the geometry header of the file store's PATH.pi (DESIGN §5).
  *
  * PATH.pi starts with a small text header that records the shape of the

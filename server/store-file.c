@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: file storage (DESIGN §5).
  *
  * PATH holds the raw data, block LBA at byte LBA * interval, so PATH is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the sparse memory store (see store.h for the contract).
  *
  * The disk is cut into chunks of CHUNK_BYTES of data.  A chunk is

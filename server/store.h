@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: storage backends (DESIGN §5).
  *
  * A store keeps the data and the PI tuples of every block of one disk.  It

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* asan-nbdkit-shim: preloaded into nbdkit, after libasan, in sanitizer
  * test runs only.  Built without sanitizer flags.
  *

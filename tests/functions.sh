@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shell helpers for integration tests.  Sourced by tests/*.sh.
 #
 # Tests run the real nbdkit with the plugin under "nbdkit --run", so the

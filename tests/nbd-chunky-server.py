@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: a tiny NBD server that answers reads with structured reply
 # chunks shaped on purpose -- out of order, leaving bytes out, or filling
 # some twice -- for test-client-failures.sh: libstabledif does not have
 # libnbd zero its read buffers, so it must itself notice a reply that
-# does not fill every byte exactly once (client/libstabledif-cover.c).
+# does not fill every byte exactly once (client/libstabledif/libstabledif-cover.c).
 #
 #   nbd-chunky-server.py SOCKET MODE
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: reference PI arithmetic for the Python parts of the tests,
 # written from the T10 and NVMe definitions, independent of common/pi.c
 # and of isa-l, so that the device is checked against a second

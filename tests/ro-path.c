@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit-test support: unwritable paths (see ro-path.h).
  */
 #include <config.h>

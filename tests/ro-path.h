@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit-test support: make a file or a directory unwritable
  * for the test process, and undo it (tests of read-only storage).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the soak driver (tests/test-soak.sh, "make soak").
  *
  * Many connections at once, for a bounded time:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by test-stress-memory.sh and test-stress-file.sh (after
 # functions.sh): the concurrent load both run.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: allocation failures on demand, for the unit tests of code
  * that must fail cleanly when memory runs out.
  *

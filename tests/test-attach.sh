@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif-attach on the host, without touching the kernel: what it
 # reads from real stabledif devices (--dry-run) and the errors a user
 # meets before anything is attached.  The attaching itself is tested in
 # a guest kernel by test-vm-attach.sh.
 source "${srcdir:-$(dirname "$0")}/functions.sh"
 
-attach="$top_builddir/client/stabledif-attach"
+attach="$top_builddir/client/stabledif-attach/stabledif-attach"
 [ -x "$attach" ] || fail "$attach not built"
 requires "$NBDKIT"
 

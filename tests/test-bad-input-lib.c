@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the bad-input matrix of libstabledif (issue 7).
  *
  *   test-bad-input-lib URI

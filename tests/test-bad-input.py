@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the bad-input matrix of NBD requests and control socket
 # lines (issue 7).  Run by test-bad-input.sh inside nbdsh, after the
 # prelude of functions.sh (connect, Disk, expect_error, the CRCs).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the bad-input matrix (issue 7).  Every kind of bad input
 # with the exact error it gets, and nothing stored changes:
 #
@@ -12,7 +13,7 @@
 requires_nbdsh
 
 : "${top_builddir:=..}"
-STABLEDIF_CTL=$top_builddir/client/stabledif-ctl
+STABLEDIF_CTL=$top_builddir/client/stabledif-ctl/stabledif-ctl
 [ -x "$STABLEDIF_CTL" ] || fail "$STABLEDIF_CTL not built"
 export STABLEDIF_CTL
 

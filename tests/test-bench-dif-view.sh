@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: bench/bench-dif-view, briefly, against the real plugin and
 # nbdkit's memory plugin.  Not a measurement (no ratio is asserted):
 # it proves that both ways of driving libstabledif -- from completion

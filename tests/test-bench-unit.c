@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for stabledif-bench's latency histograms
  * (client/stabledif-bench-hist.c) and its command line
  * (client/stabledif-bench-options.c): bucket edges, quantiles, merging,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: stabledif-bench against the real plugin.
 #
 # Self-served (no URI: its own nbdkit, plugin found in the build tree)
@@ -20,8 +21,8 @@
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 requires python3 script
 : "${top_builddir:?top_builddir must be set}"
-BENCH="$top_builddir/client/stabledif-bench"
-CTLBIN="$top_builddir/client/stabledif-ctl"
+BENCH="$top_builddir/client/stabledif-bench/stabledif-bench"
+CTLBIN="$top_builddir/client/stabledif-ctl/stabledif-ctl"
 [ -x "$BENCH" ] || fail "$BENCH not built"
 export BENCH CTLBIN tmpdir
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: libstabledif's public API is consistent everywhere: every
 # function declared in stabledif.h is listed in the version script, is
 # exported by the built shared library (and nothing else is), and is
@@ -7,10 +8,10 @@
 
 top=${top_srcdir:-$srcdir/..}
 builddir=${top_builddir:-..}
-hdr=$top/client/stabledif.h
-syms=$top/client/libstabledif.syms
+hdr=$top/client/libstabledif/stabledif.h
+syms=$top/client/libstabledif/libstabledif.syms
 pod=$top/man/libstabledif.pod
-so=$builddir/client/.libs/libstabledif.so
+so=$builddir/client/libstabledif/.libs/libstabledif.so
 
 # Functions: an identifier followed by " (" at the start of a declaration.
 grep -oE '\bstabledif_[a-z0-9_]+ \(' "$hdr" | sed 's/ ($//' | sort -u \

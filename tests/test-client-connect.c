@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: what stabledif_connect_uri accepts and how it refuses.
  *
  *   test-client-connect [--policy P] [--unsafe] [--effective P]

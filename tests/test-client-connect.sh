@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: stabledif_connect_uri against real servers -- the plugin's
 # dif view (with and without an export name in the URI), its data view,
 # and servers that are not stabledif devices or describe themselves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for libstabledif's read coverage
  * (client/libstabledif-cover.c): the ranges the chunks of a read reply
  * filled, so that the library can skip libnbd's zeroing of every read

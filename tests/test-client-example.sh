@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# stabledif: the example program client/example-write.c runs against the
+# SPDX-License-Identifier: BSD-3-Clause
+# stabledif: the example program client/examples/example-write.c runs against the
 # plugin and prints the profile, the PI of what it wrote (guards computed
 # independently: CRC-16/T10-DIF of 512 'A's is 0x2f3f, CRC-64/NVME of
 # 4096 'A's is 0xc47d251c87ed933) and its counters.
@@ -12,7 +13,7 @@ expect () {
 }
 
 serve size=1M format=T10-DIF-TYPE1-CRC ctl=none -- \
-  "./example-write \"\$uri\" > $out"
+  "$top_builddir/client/examples/example-write \"\$uri\" > $out"
 cat "$out"
 expect "format=T10-DIF-TYPE1-CRC interval=512 stable_writes=1 policy=wait"
 expect "LBA 0: guard 0x2f3f app 0x0 ref 0x0"
@@ -21,14 +22,14 @@ expect "writes=2 reads=2 waits=1 rejected=0"
 expect "ok"
 
 serve size=1M format=EXT-DIF-TYPE3-CRC64 ctl=none -- \
-  "./example-write \"\$uri\" > $out"
+  "$top_builddir/client/examples/example-write \"\$uri\" > $out"
 cat "$out"
 expect "format=EXT-DIF-TYPE3-CRC64 interval=4096 stable_writes=1 policy=wait"
 expect "LBA 5: guard 0xc47d251c87ed933 app 0x0 ref 0x0"
 expect "ok"
 
 # No PI: auto means never wait.
-serve size=1M format=none ctl=none -- "./example-write \"\$uri\" > $out"
+serve size=1M format=none ctl=none -- "$top_builddir/client/examples/example-write \"\$uri\" > $out"
 cat "$out"
 expect "format=none interval=512 stable_writes=0 policy=none"
 expect "writes=2 reads=2 waits=0 rejected=0"

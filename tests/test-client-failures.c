@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: how libstabledif reports failures it cannot blame on a
  * changed buffer: the device failing writes or reads by itself (nbdkit's
  * error filter in front of the plugin), and the connection dying.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: libstabledif's reports of failures that are not a changed
 # buffer -- the device failing every write or read (nbdkit's error filter
 # in front of the plugin) and the server dying with requests in flight --

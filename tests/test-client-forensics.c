@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for libstabledif's forensics
  * (client/libstabledif-forensics.c): which byte ranges of a block changed
  * between checksum and transfer, merged into runs, and how a set of

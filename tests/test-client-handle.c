@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for libstabledif handles without a server: the
  * settings and their defaults, what needs a connection, argument
  * checking, connect failures, settings refused while a connect runs, and

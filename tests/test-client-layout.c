@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for libstabledif's extended-block layout
  * (client/libstabledif-layout.c): submit-time PI generation, copy-out
  * with the guard recheck, read-side verify + split, request chunking,

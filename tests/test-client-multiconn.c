@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: libstabledif with several connections per handle
  * (stabledif_set_connections), against the real plugin.
  *

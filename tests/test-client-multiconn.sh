@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: libstabledif with several connections per handle
 # (stabledif_set_connections) against the real plugin.  See
 # test-client-multiconn.c for what each mode checks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: the stable-page policies and forensics, one request at a
  * time, against the real plugin on a stable_writes=1 device.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: libstabledif's stable-page policies and forensics, one
 # request at a time, against the real plugin (see test-client-policies.c):
 # wait, wait-sent and snapshot keep the data stable; none lets it change

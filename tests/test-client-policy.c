@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for libstabledif's stable-page policies and the
  * wait-stable bookkeeping (client/libstabledif-policy.c): resolution of
  * auto and the unsafe rule, which policies pin, names, and the overlap

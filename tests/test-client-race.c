@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: a writer and a mutator race over the same buffer, under one
  * stable-page policy, against the real plugin.
  *

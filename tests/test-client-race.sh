@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: a writer and a mutator race over one buffer (see
 # test-client-race.c).  Under policy none the device rejects the writes
 # whose data changed after the checksum -- its own counters (read with
@@ -9,7 +10,7 @@
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 
 R=./test-client-race
-CTL=${top_builddir:-..}/client/stabledif-ctl
+CTL=${top_builddir:-..}/client/stabledif-ctl/stabledif-ctl
 [ -x "$CTL" ] || fail "$CTL is not built"
 
 # counter NAME FILE: a counter from "stabledif-ctl counters" output.

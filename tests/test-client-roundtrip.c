@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: libstabledif round trips against the real plugin.
  *
  *   test-client-roundtrip URI FORMAT INTERVAL SIZE [APP-TAG]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: libstabledif round trips against the real plugin, for every
 # PI format and interval (T10 types 1, 2, 3 at 512 and 4096; CRC64 types
 # 1 and 3 at 4096), for format=none, and with an app tag configured.

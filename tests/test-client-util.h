@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: helpers shared by the libstabledif integration test
  * programs (tests/test-client-*.c run by tests/test-client-*.sh against
  * the real nbdkit + plugin).  Header-only.

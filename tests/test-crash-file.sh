@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: crash consistency of file= storage.
 #
 # nbdkit serves a file-backed disk in the background (Unix socket,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the write load and the checker of test-crash-file.sh.  Run
 # through nbdsh with the functions.sh prelude (connect, Disk, CRCs).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for common/crc16 (CRC-16/T10-DIF of many blocks).
  *
  * Every implementation of crc16_t10dif_blocks (isa-l per block, PCLMULQDQ

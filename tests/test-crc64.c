@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for common/crc64 (CRC-64/NVME).
  *
  * Every implementation (bitwise reference, slicing-by-8 table, PCLMULQDQ

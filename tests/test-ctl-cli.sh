@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: stabledif-ctl against the real plugin.
 #
 # status/counters/events/reset/inject/watch/check, as tables and with
@@ -12,7 +13,7 @@
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 requires_nbdsh python3
 : "${top_builddir:?top_builddir must be set}"
-CTLBIN="$top_builddir/client/stabledif-ctl"
+CTLBIN="$top_builddir/client/stabledif-ctl/stabledif-ctl"
 [ -x "$CTLBIN" ] || fail "$CTLBIN not built"
 
 # The client commands, run by nbdkit --run with the NBD socket as $1.

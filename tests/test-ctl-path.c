@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of where the control socket may live (server/ctl-path.c) and of
  * ctl_bind refusing unsafe places: the default directory (made 0700,
  * refused when it is a link, not ours or open to others), the directory

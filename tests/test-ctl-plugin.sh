@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the control socket of the real plugin, driven by nbdsh.
 #
 # The socket is a mode-0600 socket at ctl=PATH while nbdkit runs and is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the control socket of the real plugin under abuse, while the
 # device serves NBD.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: security of the control socket, with the real plugin.
 #
 # - ctl= never follows a symbolic link nor replaces a file or directory
@@ -21,7 +22,7 @@
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 requires python3 sha256sum
 : "${top_builddir:?top_builddir must be set}"
-CTLBIN="$top_builddir/client/stabledif-ctl"
+CTLBIN="$top_builddir/client/stabledif-ctl/stabledif-ctl"
 [ -x "$CTLBIN" ] || fail "$CTLBIN not built"
 uid=$(id -u)
 

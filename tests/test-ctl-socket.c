@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of the control socket itself (ctl_start/ctl_stop, server/ctl.c)
  * on a memory disk in this process: the socket file (mode 0600, never
  * replacing anything but a stale socket, removed on stop) and robustness

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the control socket's request handler, ctl_handle_line:
  * every verb on a memory disk, and bad input of every kind.  Every reply
  * must be one line of valid JSON with "ok", and no request may change

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the main job ("make demo", README's first command) does what
 # README promises: it serves a T10 DIF disk, runs stabledif-bench over
 # every policy against it, and prints the table and the device's status

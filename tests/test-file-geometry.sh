@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: file= with a geometry other than the one recorded in PATH.pi
 # is refused: nbdkit exits non-zero before serving anyone, says what is
 # recorded, what was asked and what differs, and leaves both files

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: file= storage survives a restart of nbdkit.
 #
 # Writes through both views (device-generated PI on data, host PI on dif,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: file= storage that cannot be opened for writing is served
 # read-only, as nbdkit's file plugin serves a read-only image.
 #
@@ -26,7 +27,7 @@ fi
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 requires_nbdsh
 requires cmp
-STABLEDIF_CTL=$top_builddir/client/stabledif-ctl
+STABLEDIF_CTL=$top_builddir/client/stabledif-ctl/stabledif-ctl
 [ -x "$STABLEDIF_CTL" ] || fail "$STABLEDIF_CTL not built"
 
 d=$tmpdir/disks

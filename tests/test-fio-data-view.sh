@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: bench/fio-data-view.sh, briefly (two rounds of one second
 # per job on 16 MiB devices).  Not a measurement: it proves that the
 # script runs fio against both servers and prints both tables with all

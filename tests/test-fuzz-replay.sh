@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Replay every fuzz target's seed corpus and saved regressions
 # (fuzz/corpus/NAME, fuzz/regressions/NAME) through its replay build,
 # which needs no clang (fuzz/README.md).  A target that finds a bug

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for common/pi (PI formats, tuples, generate and
  * verify).
  *

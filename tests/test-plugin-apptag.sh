@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: app-tag=VALUE[/MASK].  The data view inserts VALUE as the app
 # tag; the dif view accepts blocks whose app tag matches VALUE in the bits
 # of MASK and rejects others with EIO, leaving the disk unchanged; an app

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: ordinary NBD clients round-trip data on the data view --
 # nbdcopy, qemu-img (convert + compare) and fio's nbd engine (with
 # --verify) -- on a CRC-16/512 disk and on a CRC-64/4096 disk, where

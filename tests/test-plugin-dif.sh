@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the dif view with nbdsh, for every PI format.
 #
 # Extended blocks written with correct PI on dif read back through dif

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: events=PATH.  Every block of a rejected dif write is appended
 # to PATH as one JSON line naming the connection, view, op, LBA, check,
 # expected and actual value and the request; a relative PATH is taken

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: nbdinfo shows the device profile of each view: the exports
 # "", data and dif are listed with their profile lines as descriptions,
 # and each export has the size, block sizes and capabilities of its view.

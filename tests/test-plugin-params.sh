@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: plugin parameters.  Bad parameters stop nbdkit with a message
 # naming the parameter; good ones (and the defaults) give the disk they
 # describe; --dump-plugin and --help say what the plugin supports.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for server/rangelock.c.
  *
  * No timing asserts: a test that needs another thread to have made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: deterministic pseudo-random bytes for the unit tests
  * (xorshift64*), so that a failure repeats with the same input.
  * Header-only: each test program has its own state, and threads can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for server/disk.c (the two views), with the
  * memory store, range locks and counters underneath.
  *

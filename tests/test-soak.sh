@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the soak -- a bounded load with many connections on both
 # views and control-socket clients, against the real nbdkit and the
 # plugin, once on memory storage and once on file= storage.
@@ -28,7 +29,7 @@
 requires python3
 : "${top_builddir:?top_builddir must be set}"
 SOAK="$top_builddir/tests/soak"
-CTLBIN="$top_builddir/client/stabledif-ctl"
+CTLBIN="$top_builddir/client/stabledif-ctl/stabledif-ctl"
 [ -x "$SOAK" ] || fail "$SOAK not built"
 [ -x "$CTLBIN" ] || fail "$CTLBIN not built"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests of the file store (server/store-file.c) and its
  * geometry header (server/store-file-hdr.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for server/store-memory.c (the sparse store). */
 #include <config.h>
 

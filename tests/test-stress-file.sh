@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: stress on file= storage.  The load of test-stress-memory.sh
 # (8 connections writing overlapping ranges on both views, 2 checking
 # readers, 4 fio jobs on the same 256 KiB of the data view, then a full

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: stress on memory storage.  8 connections (4 on the data
 # view, 4 on the dif view) write overlapping ranges at once -- whole and
 # partial intervals, FUA, zero, trim, flush, dif writes with a bad guard

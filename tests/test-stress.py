@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # stabledif: concurrent overlapping writes on both views, then a full scan.
 # Run by test-stress-*.sh through run_nbdsh (functions.sh prelude: connect,
 # Disk, CRCs).  Environment: WRITERS (connections writing, half on each

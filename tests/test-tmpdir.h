@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: one private temporary directory for a whole Check runner.
  *
  * In CK_FORK mode (the default) a test that fails stops in its child

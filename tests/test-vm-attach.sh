@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The kernel's NBD client in a guest, attached with stabledif-attach.
 #
 # Two stabledif devices, 64 MiB each: T10-DIF-TYPE1-CRC and format=none.
@@ -15,8 +16,8 @@
 source "${srcdir:-$(dirname "$0")}/functions.sh"
 source "$srcdir/vm/functions-vm.sh"
 
-ctl_prog="$top_builddir/client/stabledif-ctl"
-attach_prog="$top_builddir/client/stabledif-attach"
+ctl_prog="$top_builddir/client/stabledif-ctl/stabledif-ctl"
+attach_prog="$top_builddir/client/stabledif-attach/stabledif-attach"
 relay_prog="$top_builddir/tests/vm-relay"
 requires "$NBDKIT" python3
 for p in "$ctl_prog" "$attach_prog" "$relay_prog"; do

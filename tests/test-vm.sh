@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A Linux guest whose disk is the data view of a stabledif device.
 #
 # Boots Debian's kernel under QEMU (KVM if usable, else TCG) with an
@@ -15,7 +16,7 @@
 source "${srcdir:-$(dirname "$0")}/functions.sh"
 source "$srcdir/vm/functions-vm.sh"
 
-ctl_prog="$top_builddir/client/stabledif-ctl"
+ctl_prog="$top_builddir/client/stabledif-ctl/stabledif-ctl"
 requires "$NBDKIT" python3
 [ -x "$ctl_prog" ] || fail "$ctl_prog not built"
 vm_requires

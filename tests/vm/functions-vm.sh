@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Helpers of the VM tests (tests/test-vm*.sh).  Sourced after
 # tests/functions.sh.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Build the minimal initramfs the VM tests boot (tests/test-vm*.sh).
 #
 #   mkinitramfs.sh -k KVER -i INIT -o OUT [-m MODULE]... [-b PROGRAM]...

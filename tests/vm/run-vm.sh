@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Boot the VM tests' guest once, bounded in time.
 #
 #   run-vm.sh LOG TIMEOUT KERNEL INITRD APPEND [QEMU-ARGS...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vm-relay: the guest end of the VM tests' non-IP NBD channel.
  *
  *   vm-relay SOCKET PORT

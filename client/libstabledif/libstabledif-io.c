@@ -1,0 +1,830 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libstabledif: requests, the I/O threads, flush and wait_all.
+ *
+ * Callers build a request and queue it on a connection (io_submit).
+ * Each connection's I/O thread takes requests off its queue in order
+ * once their race delay has passed, hands them to the path that issues
+ * them (copy-out for writes), polls its libnbd socket and its wake-up
+ * pipe, and completes requests when their last NBD command is answered:
+ * path completion, then the caller's callback or the waiting synchronous
+ * caller.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libstabledif-internal.h"
+
+uint64_t
+io_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+struct io_conn *
+io_current_conn (struct stabledif_handle *h)
+{
+  pthread_t self = pthread_self ();
+  unsigned i;
+
+  /* nconns, thread and running are written before the handle is
+   * published as connected (or, for io_stop, by the thread that joins
+   * them), and callers got here after seeing that. */
+  for (i = 0; i < h->nconns; i++)
+    if (h->conns[i].running && pthread_equal (self, h->conns[i].thread))
+      return &h->conns[i];
+  return NULL;
+}
+
+bool
+io_on_io_thread (struct stabledif_handle *h)
+{
+  return io_current_conn (h) != NULL;
+}
+
+int
+io_check_range (struct stabledif_handle *h, const char *fn,
+                size_t count, uint64_t offset)
+{
+  const uint32_t iv = h->profile.interval;
+
+  if (count == 0) {
+    error_set (EINVAL, "%s: count is 0 (it must be a non-zero multiple of "
+               "the protection interval %" PRIu32 ")", fn, iv);
+    return -1;
+  }
+  if (count % iv != 0) {
+    error_set (EINVAL, "%s: count %zu is not a multiple of the protection "
+               "interval %" PRIu32, fn, count, iv);
+    return -1;
+  }
+  if (offset % iv != 0) {
+    error_set (EINVAL, "%s: offset %" PRIu64 " is not a multiple of the "
+               "protection interval %" PRIu32, fn, offset, iv);
+    return -1;
+  }
+  if (offset > h->size || count > h->size - offset) {
+    error_set (EINVAL, "%s: offset %" PRIu64 " count %zu goes beyond the "
+               "end of the device (%" PRIu64 " bytes)", fn, offset, count,
+               h->size);
+    return -1;
+  }
+  return 0;
+}
+
+struct request *
+io_request_new (struct stabledif_handle *h, const char *fn)
+{
+  struct request *r = calloc (1, sizeof *r);
+
+  if (r == NULL) {
+    error_set (errno, "%s: %s", fn, strerror (errno));
+    return NULL;
+  }
+  r->h = h;
+  r->fn = fn;
+  return r;
+}
+
+uint8_t *
+io_buf_get (struct io_conn *c, size_t size, size_t *cap)
+{
+  struct io_buf **pp, *b = NULL;
+  uint8_t *p;
+
+  if (size < sizeof (struct io_buf))
+    size = sizeof (struct io_buf);
+  pthread_mutex_lock (&c->lock);
+  for (pp = &c->bufs; *pp != NULL; pp = &(*pp)->next)
+    if ((*pp)->cap >= size && (*pp)->cap / 2 <= size) {
+      b = *pp;
+      *pp = b->next;
+      c->buf_bytes -= b->cap;
+      break;
+    }
+  pthread_mutex_unlock (&c->lock);
+  if (b) {
+    *cap = b->cap;
+    return (uint8_t *) b;
+  }
+  p = malloc (size);
+  if (p)
+    *cap = size;
+  return p;
+}
+
+void
+io_buf_keep_locked (struct io_conn *c, struct request *r)
+{
+  struct io_buf *b = (struct io_buf *) r->ext;
+
+  if (b == NULL || r->ext_cap < sizeof *b ||
+      c->buf_bytes + r->ext_cap > IO_BUF_CACHE_BYTES)
+    return;
+  b->cap = r->ext_cap;
+  b->next = c->bufs;
+  c->bufs = b;
+  c->buf_bytes += b->cap;
+  r->ext = NULL;
+}
+
+void
+io_buf_cache_free (struct io_conn *c)
+{
+  struct io_buf *b, *next;
+
+  for (b = c->bufs; b != NULL; b = next) {
+    next = b->next;
+    free (b);
+  }
+  c->bufs = NULL;
+  c->buf_bytes = 0;
+}
+
+struct io_conn *
+io_pick_conn (struct stabledif_handle *h)
+{
+  struct io_conn *c = io_current_conn (h);
+
+  /* A callback's request stays on its connection (no thread switch, the
+   * data still in that CPU's cache); the others take turns. */
+  if (c == NULL)
+    c = &h->conns[atomic_fetch_add (&h->next_conn, 1) % h->nconns];
+  return c;
+}
+
+void
+io_request_free (struct request *r)
+{
+  if (r == NULL)
+    return;
+  if (r->saved != r->bounce)
+    free (r->saved);
+  free (r->bounce);
+  free (r->tuples);
+  free (r->ext);
+  cover_free (&r->cover);
+  forensics_free (r->changed, r->nchanged);
+  free (r->msg);
+  free (r);
+}
+
+void
+io_request_fail (struct request *r, int errnum, const char *msg)
+{
+  if (r->error != 0)
+    return;
+  r->error = errnum ? errnum : EIO;
+  if (msg)
+    r->msg = strdup (msg);
+}
+
+/* Wake the I/O thread of C (the pipe being full means it is awake
+ * anyway). */
+static void
+wake (struct io_conn *c)
+{
+  char b = 0;
+  ssize_t r;
+
+  do
+    r = write (c->wake[1], &b, 1);
+  while (r == -1 && errno == EINTR);
+}
+
+int64_t
+io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
+{
+  struct io_conn *c = r->conn;
+  int64_t cookie;
+  bool need_wake;
+
+  pthread_mutex_lock (&c->lock);
+  /* Read under c->lock: the I/O thread decides to stop under it too, so
+   * either it sees this request in flight or this sees the close. */
+  if (atomic_load (&h->closing) || atomic_load (&h->dead)) {
+    char msg[ERROR_MAX];
+    int e;
+
+    pthread_mutex_unlock (&c->lock);
+    pthread_mutex_lock (&h->lock);
+    e = h->dead ? h->dead_errno : ESHUTDOWN;
+    snprintf (msg, sizeof msg, "%s: %s", r->fn,
+              !h->dead ? "the handle is being closed"
+              : h->dead_msg ? h->dead_msg : "connection to the device lost");
+    pthread_mutex_unlock (&h->lock);
+    error_set_str (e, msg);
+    io_request_free (r);
+    return -1;
+  }
+  cookie = r->cookie = (int64_t) (c->cookies++ * h->nconns + c->index + 1);
+  r->ready_ns = io_now_ns () + (uint64_t) delay_us * 1000;
+  if (r->op == IO_WRITE && policy_pins (r->policy))
+    pinset_add (&c->pins, &r->pin, r->buf, r->count);
+  r->next = NULL;
+  if (c->queue_tail)
+    c->queue_tail->next = r;
+  else
+    c->queue_head = r;
+  c->queue_tail = r;
+  c->in_flight++;
+  /* One wake-up until the I/O thread looks at the queue again: while it
+   * is busy, requests submitted meanwhile cost no system call.  A
+   * callback submitting on the connection's own I/O thread needs none:
+   * that thread looks at the queue before it polls again. */
+  need_wake = !c->wake_pending &&
+    !pthread_equal (pthread_self (), c->thread);
+  if (need_wake)
+    c->wake_pending = true;
+  pthread_mutex_unlock (&c->lock);
+  if (need_wake)
+    wake (c);
+  return cookie;
+}
+
+int
+io_wait_sync (struct request *r)
+{
+  struct io_conn *c = r->conn;
+  int ret = 0;
+
+  pthread_mutex_lock (&c->lock);
+  while (!r->done)
+    pthread_cond_wait (&c->cond, &c->lock);
+  io_buf_keep_locked (c, r);
+  pthread_mutex_unlock (&c->lock);
+  if (r->error) {
+    error_set_str (r->error, r->msg ? r->msg : strerror (r->error));
+    ret = -1;
+  }
+  io_request_free (r);
+  return ret;
+}
+
+/* Give R a message from its errno if the path made none. */
+static void
+default_message (struct request *r)
+{
+  char msg[ERROR_MAX];
+
+  if (r->error == 0 || r->msg != NULL)
+    return;
+  /* No NBD error maps to ENOTCONN: libnbd fails the commands it holds
+   * with it when the connection dies. */
+  if (r->error == ENOTCONN) {
+    char conn[48] = "";
+
+    if (r->h->nconns > 1)
+      snprintf (conn, sizeof conn, " (connection %u of %u)",
+                r->conn->index + 1, r->h->nconns);
+    if (r->op == IO_FLUSH)
+      snprintf (msg, sizeof msg, "%s: connection to the device lost%s "
+                "before it answered the flush", r->fn, conn);
+    else
+      snprintf (msg, sizeof msg, "%s: connection to the device lost%s "
+                "before it answered the %s of data offset %" PRIu64
+                " count %" PRIu64 " (LBA %" PRIu64 "-%" PRIu64 ")",
+                r->fn, conn, r->op == IO_WRITE ? "write" : "read",
+                r->offset, r->count, r->lba, r->lba + r->nblocks - 1);
+    r->msg = strdup (msg);
+    return;
+  }
+  if (r->op == IO_FLUSH)
+    snprintf (msg, sizeof msg, "%s: the device failed the flush: %s",
+              r->fn, strerror (r->error));
+  else
+    snprintf (msg, sizeof msg, "%s: the device failed the %s of data offset "
+              "%" PRIu64 " count %" PRIu64 " (LBA %" PRIu64 "-%" PRIu64
+              "): %s",
+              r->fn, r->op == IO_WRITE ? "write" : "read", r->offset,
+              r->count, r->lba, r->lba + r->nblocks - 1, strerror (r->error));
+  r->msg = strdup (msg);
+}
+
+/* R is complete: report it and let it go. */
+static void
+complete (struct request *r)
+{
+  struct stabledif_handle *h = r->h;
+  struct io_conn *c = r->conn;
+
+  switch (r->op) {
+  case IO_WRITE: write_complete (r); break;
+  case IO_READ: read_complete (r); break;
+  case IO_FLUSH:
+    pthread_mutex_lock (&c->lock);
+    c->stats.flushes++;
+    pthread_mutex_unlock (&c->lock);
+    break;
+  }
+  default_message (r);
+
+  if (r->sync) {
+    pthread_mutex_lock (&c->lock);
+    pinset_remove (&c->pins, &r->pin);
+    r->done = true;
+    c->in_flight--;
+    pthread_cond_broadcast (&c->cond);
+    pthread_mutex_unlock (&c->lock);
+    return;                     /* the waiter frees it */
+  }
+
+  if (r->error)
+    error_set_str (r->error, r->msg ? r->msg : strerror (r->error));
+  if (r->cb)
+    r->cb (r->user_data, r->error);
+  if (r->error && r->cb == NULL) {
+    /* Before the request leaves the count wait_all waits for. */
+    pthread_mutex_lock (&h->lock);
+    if (h->pending_errno == 0) {
+      h->pending_errno = r->error;
+      h->pending_msg = r->msg ? strdup (r->msg) : NULL;
+    }
+    pthread_mutex_unlock (&h->lock);
+  }
+  pthread_mutex_lock (&c->lock);
+  /* A write under policy wait stays pinned until its callback returned. */
+  pinset_remove (&c->pins, &r->pin);
+  c->in_flight--;
+  io_buf_keep_locked (c, r);
+  pthread_cond_broadcast (&c->cond);
+  pthread_mutex_unlock (&c->lock);
+  io_request_free (r);
+}
+
+void
+io_request_put (struct request *r)
+{
+  if (--r->refs > 0)
+    return;
+  complete (r);
+}
+
+int
+io_command_done (void *user_data, int *error)
+{
+  struct request *r = user_data;
+
+  if (*error)
+    io_request_fail (r, *error, NULL);
+  io_request_put (r);
+  return 1;                     /* retire the command */
+}
+
+void
+io_issue_chunks (struct request *r)
+{
+  struct stabledif_handle *h = r->h;
+  uint64_t base = r->lba * h->ext_size;
+  uint64_t off;
+
+  for (off = 0; off < r->wire_count; off += h->chunk_bytes) {
+    uint64_t len = r->wire_count - off;
+    nbd_completion_callback cb = {
+      .callback = io_command_done, .user_data = r, .free = NULL,
+    };
+    int64_t c;
+
+    if (len > h->chunk_bytes)
+      len = h->chunk_bytes;
+    r->refs++;
+    if (r->op == IO_WRITE)
+      c = nbd_aio_pwrite (r->conn->nbd, r->wire + off, len, base + off, cb,
+                          r->nbd_flags);
+    else {
+      /* Each chunk of the reply says which bytes it filled: libnbd does
+       * not zero the buffer first (see libstabledif-cover.c). */
+      nbd_chunk_callback chunk = {
+        .callback = read_chunk, .user_data = r, .free = NULL,
+      };
+      c = nbd_aio_pread_structured (r->conn->nbd,
+                                    (r->ext ? r->ext : r->dst) + off, len,
+                                    base + off, chunk, cb, 0);
+    }
+    if (c == -1) {
+      char msg[ERROR_MAX];
+      int e = nbd_get_errno ();
+
+      /* libnbd refuses commands once it found the connection dead
+       * (EINVAL, "invalid state"): say what happened. */
+      if (nbd_aio_is_dead (r->conn->nbd) ||
+          nbd_aio_is_closed (r->conn->nbd)) {
+        e = ENOTCONN;
+        snprintf (msg, sizeof msg, "%s: connection to the device lost "
+                  "while the request was sent", r->fn);
+      }
+      else
+        snprintf (msg, sizeof msg, "%s: %s", r->fn, nbd_get_error ());
+      r->refs--;
+      io_request_fail (r, e, msg);
+      break;
+    }
+  }
+}
+
+/* Issue a flush.  On one connection: the handle uses several only if
+ * the server advertised multi-conn, under which a flush covers the
+ * writes completed on every connection. */
+static void
+flush_issue (struct request *r)
+{
+  nbd_completion_callback cb = {
+    .callback = io_command_done, .user_data = r, .free = NULL,
+  };
+
+  r->refs = 2;
+  if (nbd_aio_flush (r->conn->nbd, cb, 0) == -1) {
+    char msg[ERROR_MAX];
+    snprintf (msg, sizeof msg, "%s: %s", r->fn, nbd_get_error ());
+    r->refs--;
+    io_request_fail (r, nbd_get_errno (), msg);
+  }
+  io_request_put (r);
+}
+
+/* Take C's queued requests off its queue (c->lock held): all of them if
+ * ALL, else those whose delay has passed at NOW.  Returns them in
+ * order, linked by next. */
+static struct request *
+take_queued (struct io_conn *c, bool all, uint64_t now)
+{
+  struct request *ready = NULL, **tail = &ready, *r;
+
+  while ((r = c->queue_head) != NULL && (all || r->ready_ns <= now)) {
+    c->queue_head = r->next;
+    if (c->queue_head == NULL)
+      c->queue_tail = NULL;
+    r->next = NULL;
+    *tail = r;
+    tail = &r->next;
+  }
+  return ready;
+}
+
+/* Fail the requests of the list R (never issued) with the handle's
+ * reason (I/O thread of their connection). */
+static void
+fail_unissued (struct stabledif_handle *h, struct request *r)
+{
+  struct request *next;
+  char msg[ERROR_MAX];
+  char why[ERROR_MAX / 2];
+
+  if (r == NULL)
+    return;
+  pthread_mutex_lock (&h->lock);
+  snprintf (why, sizeof why, "%s",
+            h->dead_msg ? h->dead_msg : "connection to the device lost");
+  pthread_mutex_unlock (&h->lock);
+  for (; r != NULL; r = next) {
+    next = r->next;
+    r->next = NULL;
+    snprintf (msg, sizeof msg, "%s: %s", r->fn, why);
+    io_request_fail (r, ENOTCONN, msg);
+    r->refs = 1;
+    io_request_put (r);
+  }
+}
+
+/* Connection C is gone: remember WHY (the handle is dead: nothing new is
+ * accepted), fail everything queued on C, and wake the other I/O threads
+ * so they fail theirs.  Commands libnbd had accepted are failed by
+ * libnbd itself (ENOTCONN); those on other connections complete as the
+ * server answers them. */
+static void
+connection_lost (struct io_conn *c, const char *why)
+{
+  struct stabledif_handle *h = c->h;
+  struct request *q;
+  char msg[ERROR_MAX];
+  unsigned i;
+
+  pthread_mutex_lock (&h->lock);
+  if (!h->dead) {
+    h->dead_errno = ENOTCONN;
+    if (h->nconns > 1)
+      snprintf (msg, sizeof msg, "connection %u of %u to the device lost: "
+                "%s", c->index + 1, h->nconns, why);
+    else
+      snprintf (msg, sizeof msg, "connection to the device lost: %s", why);
+    h->dead_msg = strdup (msg);
+    atomic_store (&h->dead, true);
+  }
+  pthread_mutex_unlock (&h->lock);
+  pthread_mutex_lock (&c->lock);
+  q = take_queued (c, true, 0);
+  pthread_mutex_unlock (&c->lock);
+
+  fail_unissued (h, q);
+  for (i = 0; i < h->nconns; i++)
+    if (&h->conns[i] != c)
+      wake (&h->conns[i]);
+}
+
+/* Hand a request whose delay has passed to its path. */
+static void
+issue (struct request *r)
+{
+  switch (r->op) {
+  case IO_WRITE: write_issue (r); break;
+  case IO_READ: read_issue (r); break;
+  case IO_FLUSH: flush_issue (r); break;
+  }
+}
+
+/* Whether C's libnbd handle has died; if so, connection_lost. */
+static void
+check_alive (struct io_conn *c, const char *why)
+{
+  if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd))
+    connection_lost (c, why);
+}
+
+/* The I/O thread of connection ARG: issue requests whose delay has
+ * passed, in order; poll the NBD socket (in the direction libnbd wants)
+ * and the wake-up pipe, with a timeout until the next request becomes
+ * ready; run libnbd's state machine, which completes requests.  Once the
+ * handle is dead it fails what is queued instead.  Stops when the handle
+ * is closing and nothing of this connection is in flight. */
+static void *
+io_thread (void *arg)
+{
+  struct io_conn *c = arg;
+  struct stabledif_handle *h = c->h;
+  bool lost = false;            /* this connection died */
+
+  for (;;) {
+    struct request *ready, *r;
+    struct timespec ts, *timeout = NULL;
+    struct pollfd fds[2];
+    nfds_t nfds = 1;
+    bool stop, dead;
+    uint64_t now;
+    unsigned dir;
+
+    pthread_mutex_lock (&c->lock);
+    /* Anything submitted from here on needs a new wake-up; anything
+     * submitted before is taken off the queue now. */
+    c->wake_pending = false;
+    now = io_now_ns ();
+    dead = atomic_load (&h->dead);
+    ready = take_queued (c, dead, now);
+    if (c->queue_head) {
+      uint64_t wait = c->queue_head->ready_ns - now;
+      ts.tv_sec = wait / 1000000000u;
+      ts.tv_nsec = wait % 1000000000u;
+      timeout = &ts;
+    }
+    stop = atomic_load (&h->closing) && c->in_flight == 0;
+    pthread_mutex_unlock (&c->lock);
+
+    if (stop)
+      break;
+    if (ready) {
+      if (dead)
+        fail_unissued (h, ready);
+      else {
+        for (r = ready; r != NULL; ) {
+          struct request *next = r->next;
+
+          /* Sending an earlier one may have found the connection
+           * dead: the rest fail like requests queued at the loss. */
+          if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd)) {
+            connection_lost (c, nbd_get_error () ? nbd_get_error ()
+                             : "the server closed the connection");
+            fail_unissued (h, r);
+            break;
+          }
+          r->next = NULL;
+          issue (r);
+          r = next;
+        }
+        check_alive (c, nbd_get_error () ? nbd_get_error ()
+                     : "the server closed the connection");
+      }
+      continue;                 /* look at the queue again */
+    }
+
+    fds[0].fd = c->wake[0];
+    fds[0].events = POLLIN;
+    fds[0].revents = 0;
+    lost = lost || nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd);
+    dir = lost ? 0 : nbd_aio_get_direction (c->nbd);
+    if (dir != 0) {
+      fds[1].fd = nbd_aio_get_fd (c->nbd);
+      fds[1].events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+        ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
+      fds[1].revents = 0;
+      if (fds[1].fd >= 0)
+        nfds = 2;
+    }
+
+    if (ppoll (fds, nfds, timeout, NULL) == -1) {
+      char why[256];
+      if (errno == EINTR)
+        continue;
+      snprintf (why, sizeof why, "poll: %s", strerror (errno));
+      connection_lost (c, why);
+      lost = true;
+      continue;
+    }
+    if (fds[0].revents & POLLIN) {
+      char buf[64];
+      /* Usually one byte (see wake_pending): one read empties the pipe;
+       * a full buffer means there may be more. */
+      while (read (c->wake[0], buf, sizeof buf) == (ssize_t) sizeof buf)
+        ;
+    }
+    if (nfds == 2 && fds[1].revents) {
+      short rev = fds[1].revents;
+      int rc = 0;
+
+      if ((rev & POLLIN) ||
+          ((rev & (POLLHUP | POLLERR)) && (dir & LIBNBD_AIO_DIRECTION_READ)))
+        rc = nbd_aio_notify_read (c->nbd);
+      else if (rev & (POLLOUT | POLLHUP | POLLERR))
+        rc = nbd_aio_notify_write (c->nbd);
+      if (rc == -1)
+        connection_lost (c, nbd_get_error () ? nbd_get_error ()
+                         : strerror (nbd_get_errno ()));
+      else
+        check_alive (c, "the server closed the connection");
+    }
+  }
+  return NULL;
+}
+
+int
+io_start (struct stabledif_handle *h)
+{
+  sigset_t all, old;
+  unsigned i;
+  int r = 0;
+
+  for (i = 0; i < h->nconns; i++) {
+    struct io_conn *c = &h->conns[i];
+    if (pipe2 (c->wake, O_NONBLOCK | O_CLOEXEC) == -1) {
+      error_set (errno, "stabledif_connect_uri: pipe: %s", strerror (errno));
+      return -1;
+    }
+  }
+  /* The I/O threads take no signals: they belong to the caller. */
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, &old);
+  for (i = 0; i < h->nconns && r == 0; i++) {
+    struct io_conn *c = &h->conns[i];
+    r = pthread_create (&c->thread, NULL, io_thread, c);
+    if (r == 0)
+      c->running = true;
+  }
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  if (r != 0) {
+    error_set (r, "stabledif_connect_uri: starting the I/O thread of "
+               "connection %u: %s", i, strerror (r));
+    io_stop (h);
+    return -1;
+  }
+  return 0;
+}
+
+void
+io_stop (struct stabledif_handle *h)
+{
+  unsigned i;
+
+  atomic_store (&h->closing, true);
+  for (i = 0; i < h->nconns; i++)
+    if (h->conns[i].running)
+      wake (&h->conns[i]);
+  for (i = 0; i < h->nconns; i++)
+    if (h->conns[i].running) {
+      pthread_join (h->conns[i].thread, NULL);
+      h->conns[i].running = false;
+    }
+}
+
+/* Submit a flush. */
+static int64_t
+flush_submit (struct stabledif_handle *h, const char *fn, uint32_t flags,
+              stabledif_completion_callback cb, void *user_data, bool sync,
+              struct request **rp)
+{
+  struct request *r;
+
+  if (handle_check_connected (h, fn) == -1)
+    return -1;
+  if (flags != 0) {
+    error_set (EINVAL, "%s: unknown flags 0x%" PRIx32, fn, flags);
+    return -1;
+  }
+  if (!h->can_flush) {
+    error_set (ENOTSUP, "%s: the device does not support flush", fn);
+    return -1;
+  }
+  if (sync && io_on_io_thread (h)) {
+    error_set (EDEADLK, "%s: a synchronous call from a callback would wait "
+               "for itself", fn);
+    return -1;
+  }
+  r = io_request_new (h, fn);
+  if (r == NULL)
+    return -1;
+  r->op = IO_FLUSH;
+  r->conn = io_pick_conn (h);
+  r->cb = cb;
+  r->user_data = user_data;
+  r->sync = sync;
+  *rp = r;
+  return io_submit (h, r, 0);
+}
+
+/* Flush, asynchronously. */
+int64_t
+stabledif_aio_flush (struct stabledif_handle *h, uint32_t flags,
+                     stabledif_completion_callback cb, void *user_data)
+{
+  struct request *r;
+
+  return flush_submit (h, "stabledif_aio_flush", flags, cb, user_data,
+                       false, &r);
+}
+
+/* Flush: writes completed before it are durable when it returns. */
+int
+stabledif_flush (struct stabledif_handle *h, uint32_t flags)
+{
+  struct request *r;
+
+  if (flush_submit (h, "stabledif_flush", flags, NULL, NULL, true, &r) == -1)
+    return -1;
+  return io_wait_sync (r);
+}
+
+/* Wait until no request is in flight; report the first failure of an
+ * asynchronous request that had no callback. */
+int
+stabledif_wait_all (struct stabledif_handle *h)
+{
+  static const char fn[] = "stabledif_wait_all";
+  unsigned i;
+  int e;
+  char *msg;
+
+  if (handle_check_connected (h, fn) == -1)
+    return -1;
+  if (io_on_io_thread (h)) {
+    error_set (EDEADLK, "%s: called from a callback: it would wait for "
+               "itself", fn);
+    return -1;
+  }
+  /* Each connection in turn: a request that completes on one while this
+   * waits for another has left its count already. */
+  for (i = 0; i < h->nconns; i++) {
+    struct io_conn *c = &h->conns[i];
+    pthread_mutex_lock (&c->lock);
+    while (c->in_flight > 0)
+      pthread_cond_wait (&c->cond, &c->lock);
+    pthread_mutex_unlock (&c->lock);
+  }
+  pthread_mutex_lock (&h->lock);
+  e = h->pending_errno;
+  msg = h->pending_msg;
+  h->pending_errno = 0;
+  h->pending_msg = NULL;
+  pthread_mutex_unlock (&h->lock);
+  if (e) {
+    error_set_str (e, msg ? msg : strerror (e));
+    free (msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* Requests submitted and not yet completed. */
+int64_t
+stabledif_get_in_flight (struct stabledif_handle *h)
+{
+  int64_t n = 0;
+  unsigned i;
+
+  if (handle_check_connected (h, "stabledif_get_in_flight") == -1)
+    return -1;
+  for (i = 0; i < h->nconns; i++) {
+    pthread_mutex_lock (&h->conns[i].lock);
+    n += (int64_t) h->conns[i].in_flight;
+    pthread_mutex_unlock (&h->conns[i].lock);
+  }
+  return n;
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libstabledif: a DIX host library for stabledif protection-information
+ * disks, on libnbd.  See libstabledif(3).
+ *
+ * A handle talks to the "dif" view of one stabledif disk.  Writes take
+ * plain data: the library generates protection information (PI) from the
+ * caller's buffer when the write is submitted, and later, on its own I/O
+ * thread, copies data + PI into extended blocks and sends them ("the
+ * DMA").  Reads receive extended blocks, verify the PI and return the data
+ * (and the PI if asked).  Between submit and copy-out the caller's buffer
+ * must not change; the stable-page policy of the handle says how that is
+ * ensured (wait, wait-sent, snapshot) or not (none).
+ *
+ * Errors follow libnbd: functions return -1 (or NULL), and
+ * stabledif_get_error() / stabledif_get_errno() say why, per thread.
+ */
+#ifndef STABLEDIF_H
+#define STABLEDIF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A connection to one stabledif disk (opaque). */
+struct stabledif_handle;
+
+/* Stable-page policies (libstabledif(3), "STABLE-PAGE POLICIES"). */
+enum stabledif_policy {
+  STABLEDIF_POLICY_AUTO = 0,      /* wait if stable_writes=1, else none */
+  STABLEDIF_POLICY_WAIT = 1,      /* wait_stable waits for the device */
+  STABLEDIF_POLICY_WAIT_SENT = 2, /* wait_stable waits until copied out */
+  STABLEDIF_POLICY_SNAPSHOT = 3,  /* copy at submit; never wait */
+  STABLEDIF_POLICY_NONE = 4,      /* never wait, never copy (unsafe) */
+};
+
+/* Flags of the I/O calls. */
+#define STABLEDIF_CMD_FLAG_FUA 0x01 /* write: force unit access */
+
+/* Per-handle counters (stabledif_get_stats). */
+struct stabledif_stats {
+  uint64_t writes;              /* write requests completed (ok or not) */
+  uint64_t write_bytes;         /* data bytes of those writes */
+  uint64_t write_errors;        /* writes that failed, for any reason */
+  uint64_t rejected_writes;     /* writes the device failed with EIO */
+  uint64_t reads;               /* read requests completed (ok or not) */
+  uint64_t read_bytes;          /* data bytes of those reads */
+  uint64_t read_errors;         /* reads that failed, for any reason */
+  uint64_t read_pi_errors;      /* blocks that failed PI verify on read */
+  uint64_t flushes;             /* flush requests completed */
+  uint64_t wait_calls;          /* stabledif_wait_stable calls */
+  uint64_t waits;               /* ... of them that blocked */
+  uint64_t wait_ns;             /* total time blocked in them, ns */
+  uint64_t snapshots;           /* writes copied to a bounce buffer */
+  uint64_t snapshot_bytes;      /* bytes copied to bounce buffers */
+  uint64_t forensics_bytes;     /* bytes saved for forensics */
+  uint64_t dma_bytes;           /* bytes copied into extended blocks */
+  uint64_t mismatches;          /* writes whose data changed between
+                                   checksum and copy-out (client check) */
+  uint64_t mismatched_blocks;   /* blocks of those writes that changed */
+};
+
+/* One run of changed bytes within a block's data. */
+struct stabledif_byte_range {
+  uint32_t offset;              /* first changed byte, from block start */
+  uint32_t length;              /* number of bytes, >= 1 */
+};
+
+/* One block whose data changed between checksum and transfer. */
+struct stabledif_block_report {
+  uint64_t lba;                 /* the block, counted in intervals */
+  uint64_t guard_submit;        /* guard computed at submit (in the tuple) */
+  uint64_t guard_sent;          /* guard of the data actually sent */
+  uint32_t bytes_changed;       /* total changed bytes in the block */
+  size_t nranges;               /* number of entries in RANGES */
+  const struct stabledif_byte_range *ranges; /* ascending, merged */
+};
+
+/* What forensics found for one write (valid during the callback only). */
+struct stabledif_forensics_report {
+  int64_t cookie;               /* the request (as returned at submit) */
+  uint64_t offset;              /* data offset of the write, bytes */
+  uint64_t count;               /* data length of the write, bytes */
+  const void *buf;              /* the caller's buffer of the write */
+  int error;                    /* errno of the write (0: accepted) */
+  bool rejected;                /* the device failed the write with EIO */
+  size_t nblocks;               /* number of entries in BLOCKS */
+  const struct stabledif_block_report *blocks; /* in LBA order */
+};
+
+/* Called (on the library's I/O thread) for every write where forensics
+ * found changed data or the device rejected the write. */
+typedef void (*stabledif_forensics_callback) (
+  void *user_data, const struct stabledif_forensics_report *report);
+
+/* Called (on the library's I/O thread) when an asynchronous request
+ * completes; ERROR is 0 or an errno.  stabledif_get_error() in the
+ * callback describes the failure. */
+typedef void (*stabledif_completion_callback) (void *user_data, int error);
+
+/* Errors of the calling thread. */
+const char *stabledif_get_error (void);
+int stabledif_get_errno (void);
+
+/* Handles. */
+struct stabledif_handle *stabledif_create (void);
+void stabledif_close (struct stabledif_handle *h);
+
+/* Settings. */
+int stabledif_set_policy (struct stabledif_handle *h,
+                          enum stabledif_policy policy);
+int stabledif_get_policy (struct stabledif_handle *h);
+int stabledif_get_effective_policy (struct stabledif_handle *h);
+const char *stabledif_policy_name (enum stabledif_policy policy);
+int stabledif_policy_from_name (const char *name);
+int stabledif_set_unsafe (struct stabledif_handle *h, bool unsafe);
+int stabledif_get_unsafe (struct stabledif_handle *h);
+int stabledif_set_race_delay_us (struct stabledif_handle *h, uint32_t usec);
+int64_t stabledif_get_race_delay_us (struct stabledif_handle *h);
+int stabledif_set_forensics (struct stabledif_handle *h, bool enable);
+int stabledif_get_forensics (struct stabledif_handle *h);
+int stabledif_set_forensics_callback (struct stabledif_handle *h,
+                                      stabledif_forensics_callback cb,
+                                      void *user_data);
+
+/* Connections: the most a handle opens. */
+#define STABLEDIF_MAX_CONNECTIONS 16
+
+/* Before connect: open N (1..STABLEDIF_MAX_CONNECTIONS, default 1)
+ * connections to the device, each with its own I/O thread (like the
+ * hardware queues of a block device).  More than one is used only if
+ * the server advertises multi-conn (a flush on one connection covers the
+ * writes completed on all); otherwise connect opens one.  Get: the
+ * number requested before connect, the number in use after. */
+int stabledif_set_connections (struct stabledif_handle *h, unsigned n);
+int stabledif_get_connections (struct stabledif_handle *h);
+
+/* Connecting and the device profile. */
+int stabledif_connect_uri (struct stabledif_handle *h, const char *uri);
+const char *stabledif_get_profile (struct stabledif_handle *h);
+const char *stabledif_get_format (struct stabledif_handle *h);
+int stabledif_get_type (struct stabledif_handle *h);
+int stabledif_get_guard_bits (struct stabledif_handle *h);
+int64_t stabledif_get_interval (struct stabledif_handle *h);
+int stabledif_get_tuple_size (struct stabledif_handle *h);
+int stabledif_get_stable_writes (struct stabledif_handle *h);
+int64_t stabledif_get_size (struct stabledif_handle *h);
+
+/* Synchronous I/O. */
+int stabledif_pwrite (struct stabledif_handle *h, const void *buf,
+                      size_t count, uint64_t offset, uint32_t flags);
+int stabledif_pread (struct stabledif_handle *h, void *buf, size_t count,
+                     uint64_t offset, void *pi, uint32_t flags);
+int stabledif_flush (struct stabledif_handle *h, uint32_t flags);
+
+/* Asynchronous I/O: returns a cookie (> 0) or -1. */
+int64_t stabledif_aio_pwrite (struct stabledif_handle *h, const void *buf,
+                              size_t count, uint64_t offset, uint32_t flags,
+                              stabledif_completion_callback cb,
+                              void *user_data);
+int64_t stabledif_aio_pread (struct stabledif_handle *h, void *buf,
+                             size_t count, uint64_t offset, void *pi,
+                             uint32_t flags,
+                             stabledif_completion_callback cb,
+                             void *user_data);
+int64_t stabledif_aio_flush (struct stabledif_handle *h, uint32_t flags,
+                             stabledif_completion_callback cb,
+                             void *user_data);
+int stabledif_wait_all (struct stabledif_handle *h);
+int64_t stabledif_get_in_flight (struct stabledif_handle *h);
+
+/* Stable pages. */
+int stabledif_wait_stable (struct stabledif_handle *h, const void *addr,
+                           size_t len);
+
+/* Counters. */
+int stabledif_get_stats (struct stabledif_handle *h,
+                         struct stabledif_stats *stats);
+int stabledif_reset_stats (struct stabledif_handle *h);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STABLEDIF_H */
