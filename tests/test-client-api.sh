@@ -36,8 +36,8 @@ echo "$(wc -l < "$tmpdir/header") functions: declared, listed, exported," \
 
 # The pkg-config file, as configured in the build tree.
 requires pkg-config
-libs=$(PKG_CONFIG_PATH=$builddir/client pkg-config --libs stabledif)
+libs=$(PKG_CONFIG_PATH=$builddir/client/libstabledif pkg-config --libs stabledif)
 echo "pkg-config --libs stabledif: $libs"
 case "$libs" in *-lstabledif*) ;; *) fail "stabledif.pc: $libs" ;; esac
-PKG_CONFIG_PATH=$builddir/client pkg-config --print-requires-private \
+PKG_CONFIG_PATH=$builddir/client/libstabledif pkg-config --print-requires-private \
   stabledif | grep -q '^libnbd' || fail "stabledif.pc does not require libnbd"

@@ -49,6 +49,8 @@ serve_find_plugin (const char *explicit_path, char *buf, size_t len)
     snprintf (buf, len, "%s", env);
     return;
   }
+  /* In a build tree the program is TOP/client/stabledif-bench/PROG (or
+   * .libs/PROG under it, libtool's), and TOP has the stabledif.so link. */
   n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
     exe[n] = '\0';
@@ -57,7 +59,11 @@ serve_find_plugin (const char *explicit_path, char *buf, size_t len)
       *slash = '\0';
       slash = strrchr (exe, '/');
       if (slash && strcmp (slash + 1, ".libs") == 0) {
-        *slash = '\0';                      /* libtool: client/.libs */
+        *slash = '\0';                      /* libtool's .libs */
+        slash = strrchr (exe, '/');
+      }
+      if (slash) {
+        *slash = '\0';                      /* client/ */
         slash = strrchr (exe, '/');
       }
       if (slash) {

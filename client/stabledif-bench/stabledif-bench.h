@@ -292,9 +292,9 @@ struct serve {
 };
 
 /* Find the plugin: EXPLICIT (--plugin), else $STABLEDIF_PLUGIN, else the
- * build tree's stabledif.so in the parent of the directory this program
- * runs from (client/, or client/.libs/ under libtool), else "stabledif"
- * (nbdkit's plugin directory).  Writes into BUF. */
+ * build tree's stabledif.so two levels above the directory this program
+ * runs from (client/stabledif-bench/, or its .libs/ under libtool), else
+ * "stabledif" (nbdkit's plugin directory).  Writes into BUF. */
 void serve_find_plugin (const char *explicit_path, char *buf, size_t len);
 
 /* Check what our own nbdkit would be given -- FORMAT, INTERVAL (0: the
