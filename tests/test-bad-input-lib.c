@@ -100,7 +100,8 @@ static int64_t n_set_policy (void)
 static int64_t n_set_unsafe (void) { return stabledif_set_unsafe (NULL, 1); }
 static int64_t n_set_forensics (void)
 { return stabledif_set_forensics (NULL, 1); }
-static int64_t n_get_stats (void) { return stabledif_get_stats (NULL, &st); }
+static int64_t n_get_stats (void)
+{ return stabledif_get_stats (NULL, &st, sizeof st); }
 static int64_t n_reset_stats (void) { return stabledif_reset_stats (NULL); }
 
 static const struct bad_call null_handle[] = {
@@ -155,7 +156,9 @@ static int64_t u_policy_null (void)
 { return stabledif_policy_from_name (NULL); }
 static int64_t u_policy_bogus (void)
 { return stabledif_policy_from_name ("Wait"); }
-static int64_t u_stats_null (void) { return stabledif_get_stats (h, NULL); }
+static int64_t u_stats_null (void)
+{ return stabledif_get_stats (h, NULL, sizeof st); }
+static int64_t u_stats_small (void) { return stabledif_get_stats (h, &st, 7); }
 static int64_t u_uri_null (void) { return stabledif_connect_uri (h, NULL); }
 
 static const struct bad_call unconnected[] = {
@@ -177,6 +180,8 @@ static const struct bad_call unconnected[] = {
   ROW (u_policy_bogus, EINVAL, "stabledif_policy_from_name: unknown policy "
        "\"Wait\" (expected auto, wait, wait-sent, snapshot or none)"),
   ROW (u_stats_null, EINVAL, "stabledif_get_stats: stats is NULL"),
+  ROW (u_stats_small, EINVAL, "stabledif_get_stats: size 7 is smaller than "
+       "the first counter (8 bytes)"),
   ROW (u_uri_null, EINVAL, "stabledif_connect_uri: uri is NULL"),
 };
 
@@ -327,7 +332,7 @@ START_TEST (test_connected)
   /* Nothing was sent, nothing changed: one write so far, no reads, the
    * policy as it was, the blocks as written, and the handle works. */
   ck_assert_int_eq (stabledif_get_in_flight (h), 0);
-  ck_assert_int_eq (stabledif_get_stats (h, &st), 0);
+  ck_assert_int_eq (stabledif_get_stats (h, &st, sizeof st), 0);
   ck_assert_uint_eq (st.writes, 1);
   ck_assert_uint_eq (st.write_errors, 0);
   ck_assert_uint_eq (st.reads, 0);

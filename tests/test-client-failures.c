@@ -86,7 +86,7 @@ eio_write (void)
          strstr (stabledif_get_error (), "LBA 2-2"), "wrong request");
   OK (stabledif_wait_all (h));
 
-  OK (stabledif_get_stats (h, &st));
+  OK (stabledif_get_stats (h, &st, sizeof st));
   CHECK (st.writes == 4 && st.write_errors == 4 && st.rejected_writes == 4,
          "stats: %" PRIu64 " writes, %" PRIu64 " errors, %" PRIu64
          " rejected", st.writes, st.write_errors, st.rejected_writes);
@@ -103,7 +103,7 @@ eio_write (void)
            "stabledif_pwrite: write rejected by device (EIO), LBA 16-19: "
            "the data sent matched the guards computed at submit");
   }
-  OK (stabledif_get_stats (h, &st));
+  OK (stabledif_get_stats (h, &st, sizeof st));
   CHECK (st.writes == 6 && st.rejected_writes == 6 && st.snapshots == 1 &&
          st.mismatches == 0, "stats: %" PRIu64 " writes, %" PRIu64
          " rejected, %" PRIu64 " snapshots, %" PRIu64 " mismatches",
@@ -116,7 +116,7 @@ eio_write (void)
   for (i = 0; i < 20 * iv; i++)
     CHECK (back[i] == 0, "byte %zu reads 0x%02x after rejected writes", i,
            back[i]);
-  OK (stabledif_get_stats (h, &st));
+  OK (stabledif_get_stats (h, &st, sizeof st));
   CHECK (st.read_pi_errors == 0, "PI errors on read");
   free (back);
   free (b);
@@ -132,7 +132,7 @@ eio_read (void)
          "stabledif_pread: the device failed the read of data offset");
   FAILS (stabledif_pread (h, b, 2 * iv, 4 * iv, NULL, 0), EIO,
          "(LBA 4-5): Input/output error");
-  OK (stabledif_get_stats (h, &st));
+  OK (stabledif_get_stats (h, &st, sizeof st));
   CHECK (st.reads == 2 && st.read_errors == 2 && st.read_pi_errors == 0,
          "stats: %" PRIu64 " reads, %" PRIu64 " errors", st.reads,
          st.read_errors);
@@ -350,7 +350,7 @@ chunks (const char *mode)
            "(chunks overlapped or lay outside it)");
   else
     CHECK (false, "unknown mode %s", mode);
-  OK (stabledif_get_stats (h, &st));
+  OK (stabledif_get_stats (h, &st, sizeof st));
   CHECK (st.reads == 1 && st.read_pi_errors == 0 &&
          st.read_errors == (strcmp (mode, "chunks-split") != 0),
          "stats: %" PRIu64 " reads, %" PRIu64 " errors, %" PRIu64

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: unit tests for libstabledif handles without a server: the
  * settings and their defaults, what needs a connection, argument
- * checking, connect failures, settings refused while a connect runs, and
- * that errors are per thread.  Uses only
- * the public API (links the shared library).
+ * checking, the size rule of stabledif_get_stats, connect failures,
+ * settings refused while a connect runs, and that errors are per thread.
+ * Uses only the public API (links the shared library).
  */
 #include <config.h>
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -105,7 +107,7 @@ START_TEST (test_needs_connection)
   ck_assert_int_eq (stabledif_wait_stable (h, buf, sizeof buf), -1);
   expect_error (ENOTCONN, "stabledif_wait_stable");
   /* Counters need no connection. */
-  ck_assert_int_eq (stabledif_get_stats (h, &st), 0);
+  ck_assert_int_eq (stabledif_get_stats (h, &st, sizeof st), 0);
   ck_assert_uint_eq (st.writes + st.reads + st.waits + st.wait_calls, 0);
   ck_assert_int_eq (stabledif_reset_stats (h), 0);
   stabledif_close (h);
@@ -122,11 +124,88 @@ START_TEST (test_null_handle)
   ck_assert_int_eq (stabledif_set_unsafe (NULL, true), -1);
   ck_assert_int_eq (stabledif_set_race_delay_us (NULL, 1), -1);
   ck_assert_int_eq (stabledif_set_forensics (NULL, true), -1);
-  ck_assert_int_eq (stabledif_get_stats (NULL, &st), -1);
+  ck_assert_int_eq (stabledif_get_stats (NULL, &st, sizeof st), -1);
   ck_assert_int_eq (stabledif_connect_uri (NULL, "nbd://x"), -1);
   expect_error (EINVAL, "stabledif_connect_uri: handle is NULL");
   ck_assert_int_eq (stabledif_pwrite (NULL, &st, 512, 0, 0), -1);
   expect_error (EINVAL, "stabledif_pwrite: handle is NULL");
+}
+END_TEST
+
+/* The guard byte the stats buffers below start out filled with. */
+#define GUARD 0xa5
+
+/* Bytes FROM to TO (excluded) of B are all V. */
+static void
+expect_bytes (const unsigned char *b, size_t from, size_t to,
+              unsigned char v, const char *what)
+{
+  size_t i;
+
+  for (i = from; i < to; i++)
+    ck_assert_msg (b[i] == v, "%s: byte %zu is 0x%02x, expected 0x%02x",
+                   what, i, b[i], v);
+}
+
+/* stabledif_get_stats writes exactly SIZE bytes (sizeof the caller's
+ * struct): the counters that fit whole, zeros after them, and nothing
+ * past SIZE; below the first counter it fails and writes nothing.  The
+ * handle is fresh, so every counter the library writes is 0, which the
+ * guard pattern tells apart from an untouched byte.
+ */
+START_TEST (test_stats_size)
+{
+  /* A caller compiled against an older header with three counters. */
+  struct old_stats {
+    uint64_t writes;            /* the first three counters of today */
+    uint64_t write_bytes;
+    uint64_t write_errors;
+  };
+  /* The caller's struct, inside a larger guarded buffer. */
+  union {
+    struct old_stats old;       /* an older caller's struct */
+    struct stabledif_stats cur; /* this header's struct */
+    unsigned char b[sizeof (struct stabledif_stats) + 64]; /* with room */
+  } u;
+  const size_t cur = sizeof u.cur, all = sizeof u.b;
+  struct stabledif_handle *h = stabledif_create ();
+  const size_t sizes[] = {
+    sizeof u.old,               /* an older caller */
+    STABLEDIF_STATS_MIN_SIZE,   /* the first counter only */
+    STABLEDIF_STATS_MIN_SIZE + 3, /* and part of the second: zeroed */
+    cur,                        /* this header */
+    cur + 16,                   /* a newer caller: two unknown counters */
+    all,
+  };
+  size_t i;
+
+  ck_assert_uint_eq (STABLEDIF_STATS_MIN_SIZE, sizeof (uint64_t));
+  ck_assert_uint_eq (offsetof (struct stabledif_stats, write_errors),
+                     offsetof (struct old_stats, write_errors));
+
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    memset (u.b, GUARD, all);
+    ck_assert_int_eq (stabledif_get_stats (h, &u.cur, sizes[i]), 0);
+    expect_bytes (u.b, 0, sizes[i], 0, "written");
+    expect_bytes (u.b, sizes[i], all, GUARD, "past SIZE");
+  }
+  memset (u.b, GUARD, all);
+  ck_assert_int_eq (stabledif_get_stats (h, (struct stabledif_stats *) &u.old,
+                                         sizeof u.old), 0);
+  ck_assert_uint_eq (u.old.writes + u.old.write_bytes + u.old.write_errors, 0);
+  expect_bytes (u.b, sizeof u.old, all, GUARD, "past the older struct");
+
+  /* Too small: EINVAL naming the size, and not one byte written. */
+  for (i = 0; i < STABLEDIF_STATS_MIN_SIZE; i++) {
+    char what[64];
+
+    memset (u.b, GUARD, all);
+    ck_assert_int_eq (stabledif_get_stats (h, &u.cur, i), -1);
+    snprintf (what, sizeof what, "stabledif_get_stats: size %zu ", i);
+    expect_error (EINVAL, what);
+    expect_bytes (u.b, 0, all, GUARD, "refused");
+  }
+  stabledif_close (h);
 }
 END_TEST
 
@@ -259,6 +338,7 @@ handle_suite (void)
   tcase_add_test (tc, test_settings);
   tcase_add_test (tc, test_needs_connection);
   tcase_add_test (tc, test_null_handle);
+  tcase_add_test (tc, test_stats_size);
   tcase_add_test (tc, test_connect_fails);
   tcase_add_test (tc, test_settings_during_connect);
   tcase_add_test (tc, test_errors_per_thread);

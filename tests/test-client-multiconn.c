@@ -188,7 +188,7 @@ expect_model (struct stabledif_handle *hh, uint64_t lba, uint64_t nb,
 static void
 stats (struct stabledif_stats *st)
 {
-  OK (stabledif_get_stats (h, st));
+  OK (stabledif_get_stats (h, st, sizeof *st));
 }
 
 /* Create the handle, ask for N connections, connect to URI, expect
@@ -753,7 +753,7 @@ io_reader (const char *uri)
   OK (stabledif_pread (h1, all, size, 0, NULL, 0));
   CHECK (memcmp (all, model, size) == 0, "a one-connection handle reads "
          "other data than the %d-connection handle wrote", nconns);
-  OK (stabledif_get_stats (h1, &st));
+  OK (stabledif_get_stats (h1, &st, sizeof st));
   CHECK (st.read_errors == 0 && st.read_pi_errors == 0, "reader: errors");
   stabledif_close (h1);
   free (all);
@@ -777,7 +777,7 @@ mode_io (const char *uri, unsigned n, int expect, const char *model_file)
   io_forensics ();
 
   /* The counters cover every connection. */
-  OK (stabledif_get_stats (h, &st));
+  OK (stabledif_get_stats (h, &st, sizeof st));
   CHECK (st.writes == writes_done && st.write_bytes == write_bytes_done,
          "stats: %" PRIu64 " writes of %" PRIu64 " bytes, did %" PRIu64
          " of %" PRIu64, st.writes, st.write_bytes, writes_done,

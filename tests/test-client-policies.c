@@ -83,7 +83,7 @@ on_forensics (void *user_data, const struct stabledif_forensics_report *r)
 static void
 stats (struct stabledif_stats *st)
 {
-  OK (stabledif_get_stats (h, st));
+  OK (stabledif_get_stats (h, st, sizeof *st));
 }
 
 /* Read NB blocks at LBA (PI verified by the library) and compare. */

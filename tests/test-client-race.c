@@ -297,7 +297,7 @@ main (int argc, char *argv[])
     free (rd);
   }
 
-  OK (stabledif_get_stats (h, &st));
+  OK (stabledif_get_stats (h, &st, sizeof st));
   CHECK (st.writes == (uint64_t) rounds * REGIONS, "writes %" PRIu64,
          st.writes);
   CHECK (st.rejected_writes == rejected, "stats rejected %" PRIu64

@@ -177,11 +177,11 @@ test_policies (void)
     char what[64];
     OK (stabledif_set_policy (h, ps[i]));
     OK (stabledif_set_forensics (h, i % 2 == 0));
-    OK (stabledif_get_stats (h, &st0));
+    OK (stabledif_get_stats (h, &st0, sizeof st0));
     snprintf (what, sizeof what, "policy %s", stabledif_policy_name (ps[i]));
     roundtrip (100 + i * 20, 1, 10 + i, 0, what);
     roundtrip (200 + i * 20, 17, 20 + i, 0, what);
-    OK (stabledif_get_stats (h, &st1));
+    OK (stabledif_get_stats (h, &st1, sizeof st1));
     if (ps[i] == STABLEDIF_POLICY_SNAPSHOT) {
       CHECK (st1.snapshots - st0.snapshots == 2, "%s: %" PRIu64 " snapshots",
              what, st1.snapshots - st0.snapshots);
@@ -308,6 +308,34 @@ test_large (uint64_t size)
   free (w); free (r); free (pi);
 }
 
+/* A caller compiled against an older header, whose struct has only the
+ * first two counters, gets their values (ST, read a moment ago, with no
+ * I/O since) and not one byte past its struct.
+ */
+static void
+test_stats_prefix (const struct stabledif_stats *st)
+{
+  struct old_stats {
+    uint64_t writes;            /* the first two counters of today */
+    uint64_t write_bytes;
+  };
+  union {
+    struct old_stats old;       /* the older caller's struct */
+    unsigned char b[sizeof (struct old_stats) + 32]; /* and what follows */
+  } u;
+  size_t i;
+
+  memset (u.b, 0xa5, sizeof u.b);
+  OK (stabledif_get_stats (h, (struct stabledif_stats *) &u.old,
+                           sizeof u.old));
+  CHECK (u.old.writes == st->writes && u.old.write_bytes == st->write_bytes,
+         "older struct: %" PRIu64 " writes, %" PRIu64 " bytes",
+         u.old.writes, u.old.write_bytes);
+  CHECK (st->writes > 0 && st->write_bytes > 0, "no writes counted");
+  for (i = sizeof u.old; i < sizeof u.b; i++)
+    CHECK (u.b[i] == 0xa5, "byte %zu past an older struct written", i);
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -340,7 +368,7 @@ main (int argc, char *argv[])
   test_async ();
   test_large (size);
 
-  OK (stabledif_get_stats (h, &st));
+  OK (stabledif_get_stats (h, &st, sizeof st));
   CHECK (st.writes == writes_done, "stats: %" PRIu64 " writes, did %" PRIu64,
          st.writes, writes_done);
   CHECK (st.write_errors == 0 && st.rejected_writes == 0, "write errors");
@@ -349,6 +377,7 @@ main (int argc, char *argv[])
          st.mismatches);
   CHECK (st.flushes == 3, "flushes %" PRIu64, st.flushes);
   CHECK (ts == 0 || st.dma_bytes > 0, "no bytes copied out");
+  test_stats_prefix (&st);
   stabledif_close (h);
   printf ("%s: %s interval %u: ok (%" PRIu64 " writes, %" PRIu64 " reads)\n",
           progname, argv[2], iv, st.writes, st.reads);

@@ -114,7 +114,7 @@ main (int argc, char *argv[])
     exit (EXIT_FAILURE);
   }
 
-  stabledif_get_stats (h, &st);
+  stabledif_get_stats (h, &st, sizeof st);
   printf ("writes=%" PRIu64 " reads=%" PRIu64 " waits=%" PRIu64
           " rejected=%" PRIu64 "\n", st.writes, st.reads, st.waits,
           st.rejected_writes);

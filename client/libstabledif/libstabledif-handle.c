@@ -188,10 +188,23 @@ stats_add (struct stabledif_stats *a, const struct stabledif_stats *b)
   a->mismatched_blocks += b->mismatched_blocks;
 }
 
-/* The handle's counters: its own (the waits) and its connections'. */
+/* Every counter is a uint64_t, so whole counters are whole multiples of
+ * one; callers compiled against an older or newer header rely on it.
+ */
+_Static_assert (sizeof (struct stabledif_stats) % sizeof (uint64_t) == 0,
+                "struct stabledif_stats holds only uint64_t counters");
+
+/* The handle's counters, its own (the waits) and its connections',
+ * written to the SIZE bytes at STATS: the counters that fit whole, then
+ * zeros up to SIZE.  Nothing is written past SIZE, nor anything at all
+ * when SIZE is too small.
+ */
 int
-stabledif_get_stats (struct stabledif_handle *h, struct stabledif_stats *stats)
+stabledif_get_stats (struct stabledif_handle *h, struct stabledif_stats *stats,
+                     size_t size)
 {
+  struct stabledif_stats all;
+  size_t known;
   unsigned i;
 
   if (h == NULL || stats == NULL) {
@@ -199,14 +212,26 @@ stabledif_get_stats (struct stabledif_handle *h, struct stabledif_stats *stats)
                h == NULL ? "handle" : "stats");
     return -1;
   }
+  if (size < STABLEDIF_STATS_MIN_SIZE) {
+    error_set (EINVAL, "stabledif_get_stats: size %zu is smaller than "
+               "the first counter (%zu bytes)",
+               size, (size_t) STABLEDIF_STATS_MIN_SIZE);
+    return -1;
+  }
+
   pthread_mutex_lock (&h->lock);
-  *stats = h->stats;
+  all = h->stats;
   pthread_mutex_unlock (&h->lock);
   for (i = 0; i < STABLEDIF_MAX_CONNECTIONS; i++) {
     pthread_mutex_lock (&h->conns[i].lock);
-    stats_add (stats, &h->conns[i].stats);
+    stats_add (&all, &h->conns[i].stats);
     pthread_mutex_unlock (&h->conns[i].lock);
   }
+
+  known = size < sizeof all ? size : sizeof all;
+  known -= known % sizeof (uint64_t);
+  memcpy (stats, &all, known);
+  memset ((char *) stats + known, 0, size - known);
   return 0;
 }
 

@@ -40,7 +40,19 @@ enum stabledif_policy {
 /* Flags of the I/O calls. */
 #define STABLEDIF_CMD_FLAG_FUA 0x01 /* write: force unit access */
 
-/* Per-handle counters (stabledif_get_stats). */
+/* Per-handle counters (stabledif_get_stats).
+ *
+ * The library fills this struct in the caller's memory, so its layout is
+ * part of the ABI: every member is a uint64_t, members are only ever
+ * appended, never removed, reordered or resized.  The caller passes
+ * sizeof the struct as it was compiled, and the library writes exactly
+ * that many bytes: the counters it knows that fit whole, zeros for the
+ * rest (counters newer than the library, or a partial trailing member).
+ * A program built against an older, smaller struct therefore gets its own
+ * counters and nothing past its struct; one built against a newer, larger
+ * struct gets zero for the counters this library does not have.  The
+ * smallest size accepted is STABLEDIF_STATS_MIN_SIZE (the first counter).
+ */
 struct stabledif_stats {
   uint64_t writes;              /* write requests completed (ok or not) */
   uint64_t write_bytes;         /* data bytes of those writes */
@@ -61,7 +73,12 @@ struct stabledif_stats {
   uint64_t mismatches;          /* writes whose data changed between
                                    checksum and copy-out (client check) */
   uint64_t mismatched_blocks;   /* blocks of those writes that changed */
+  /* New counters go here, each a uint64_t. */
 };
+
+/* The smallest SIZE stabledif_get_stats accepts: the end of "writes". */
+#define STABLEDIF_STATS_MIN_SIZE \
+  (offsetof (struct stabledif_stats, writes) + sizeof (uint64_t))
 
 /* One run of changed bytes within a block's data. */
 struct stabledif_byte_range {
@@ -176,9 +193,12 @@ int64_t stabledif_get_in_flight (struct stabledif_handle *h);
 int stabledif_wait_stable (struct stabledif_handle *h, const void *addr,
                            size_t len);
 
-/* Counters. */
+/* Counters.  SIZE is sizeof *STATS as the caller was compiled; see
+ * struct stabledif_stats for what is written.  Fails with EINVAL if SIZE
+ * is below STABLEDIF_STATS_MIN_SIZE (and then writes nothing).
+ */
 int stabledif_get_stats (struct stabledif_handle *h,
-                         struct stabledif_stats *stats);
+                         struct stabledif_stats *stats, size_t size);
 int stabledif_reset_stats (struct stabledif_handle *h);
 
 #ifdef __cplusplus

@@ -240,7 +240,7 @@ run_one (const struct bench_options *o, const char *uri, const char *ctl,
              stabledif_get_error ());
     goto out;
   }
-  if (stabledif_get_stats (h, &p->stats) == -1) {
+  if (stabledif_get_stats (h, &p->stats, sizeof p->stats) == -1) {
     fprintf (stderr, PROG ": policy %s: %s\n", ps.policy,
              stabledif_get_error ());
     goto out;
