@@ -12,6 +12,7 @@
  */
 #include <config.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -87,18 +88,90 @@ stabledif_unload (void)
   plugin.file = plugin.events = NULL;
 }
 
+/* The form app-tag= wants, for its messages. */
+#define TAG16_WANT "a 16-bit number, decimal or 0x hex"
+
 /* Parse S, one 16-bit number of app-tag= (WHAT names it in messages),
- * into *OUT.  Text that does not start with a digit is refused here:
- * nbdkit's parser would call it an "empty string". */
+ * decimal or 0x hex, into *OUT; -1 after reporting, in one line, text
+ * that is not such a number or a number above 0xffff. */
 static int
 parse_tag16 (const char *what, const char *s, uint16_t *out)
 {
-  if (*s < '0' || *s > '9') {
-    nbdkit_error ("%s: '%s' is not a number (want a 16-bit number, "
-                  "decimal or 0x hex)", what, s);
+  bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const char *digits = hex ? s + 2 : s;
+  unsigned long v;
+  char *end;
+
+  if (!(hex ? isxdigit ((unsigned char) *digits)
+            : isdigit ((unsigned char) *digits))) {
+    nbdkit_error ("%s: '%s' is not a number (want " TAG16_WANT ")",
+                  what, s);
     return -1;
   }
-  return nbdkit_parse_uint16_t (what, s, out);
+  errno = 0;
+  v = strtoul (digits, &end, hex ? 16 : 10);
+  if (*end != '\0') {
+    nbdkit_error ("%s: '%s' is not a number (want " TAG16_WANT ")",
+                  what, s);
+    return -1;
+  }
+  if (errno == ERANGE || v > UINT16_MAX) {
+    nbdkit_error ("%s: %s is out of range (want a 16-bit number, "
+                  "0 to 0xffff)", what, s);
+    return -1;
+  }
+  *out = (uint16_t) v;
+  return 0;
+}
+
+/* The form size= wants, for its messages. */
+#define SIZE_WANT "a number of bytes with an optional suffix: " \
+  "b, s (512-byte sectors), K, M, G, T, P or E"
+
+/* The power of two that size suffix C multiplies by (0 for none, 9 for
+ * sectors, 10 for K, ... 60 for E, any case), or -1 if C is not one. */
+static int
+size_suffix_shift (char c)
+{
+  static const char suffixes[] = "kmgtpe";
+  const char *p;
+
+  switch (c) {
+  case '\0': case 'b': case 'B': return 0;
+  case 's': case 'S': return 9;
+  }
+  p = c ? strchr (suffixes, c | 0x20) : NULL;
+  return p ? 10 * (int) (p - suffixes + 1) : -1;
+}
+
+/* Parse S, the value of size=, into *OUT: decimal digits and at most
+ * one suffix, the SIZE syntax of nbdkit(1).  -1 after reporting, in one
+ * line naming size=, anything else or a size above 2^63-1 bytes (the
+ * disk checks 0 and the interval). */
+static int
+parse_size (const char *s, uint64_t *out)
+{
+  uint64_t v;
+  char *end;
+  int shift;
+
+  if (*s < '0' || *s > '9') {
+    nbdkit_error ("size: '%s' is not a size (want " SIZE_WANT ")", s);
+    return -1;
+  }
+  errno = 0;
+  v = strtoull (s, &end, 10);
+  shift = end[0] && end[1] ? -1 : size_suffix_shift (end[0]);
+  if (shift == -1) {
+    nbdkit_error ("size: '%s' is not a size (want " SIZE_WANT ")", s);
+    return -1;
+  }
+  if (errno == ERANGE || v > (UINT64_C (1) << (63 - shift)) - 1) {
+    nbdkit_error ("size: %s is too large (want at most 2^63-1 bytes)", s);
+    return -1;
+  }
+  *out = v << shift;
+  return 0;
 }
 
 /* app-tag=VALUE[/MASK]: 16-bit values, decimal or 0x hex. */
@@ -172,10 +245,8 @@ stabledif_config (const char *key, const char *value)
   if (config_once (key) == -1)
     return -1;
   if (strcmp (key, "size") == 0) {
-    int64_t r = nbdkit_parse_size (value); /* reports its own error */
-    if (r == -1)
+    if (parse_size (value, &plugin.cfg.size) == -1)
       return -1;
-    plugin.cfg.size = (uint64_t) r;
   }
   else if (strcmp (key, "format") == 0) {
     const struct pi_format *f = pi_format_lookup (value);
@@ -249,24 +320,141 @@ stabledif_config_complete (void)
   return disk_config_check (cfg);
 }
 
-#define stabledif_config_help \
-  "[size=]SIZE              Data size of the disk (default 1G).\n" \
-  "format=FORMAT            PI format (default " DEFAULT_FORMAT "):\n" \
-  "                         none, T10-DIF-TYPE1-CRC, T10-DIF-TYPE2-CRC,\n" \
-  "                         T10-DIF-TYPE3-CRC, EXT-DIF-TYPE1-CRC64,\n" \
-  "                         EXT-DIF-TYPE3-CRC64.\n" \
-  "interval=512|4096        Protection interval in bytes (default 512,\n" \
-  "                         4096 for the CRC64 formats).\n" \
-  "app-tag=VALUE[/MASK]     Application tag inserted and checked, with\n" \
-  "                         the bits checked (mask, default 0xffff).\n" \
-  "file=PATH                Keep data in PATH and PI in PATH.pi (default:\n" \
-  "                         sparse memory).\n" \
-  "events=PATH              Append PI failures to PATH as JSON lines.\n" \
-  "ctl=PATH|none            Control socket, mode 0600, in a directory\n" \
-  "                         only you can write (default\n" \
-  "                         $XDG_RUNTIME_DIR/stabledif-PID.sock, else\n" \
-  "                         ${TMPDIR:-/tmp}/stabledif-UID/stabledif-PID.sock;\n" \
-  "                         see stabledif-ctl(1))."
+/* The text of --help, built from the table of PI formats when the
+ * plugin is loaded (help_build), so that it names exactly the formats
+ * format= accepts.  No trailing newline: nbdkit adds one. */
+static char config_help[2048];
+
+/* Column where the description of each parameter starts in --help, and
+ * the width the descriptions are wrapped to. */
+#define HELP_INDENT 25
+#define HELP_WIDTH 72
+
+/* --help being built: text in BUF (LEN bytes, always terminated; cut
+ * short if full), USED bytes so far, COL the column the next byte goes
+ * to. */
+struct help {
+  char *buf;                    /* the text */
+  size_t len;                   /* bytes of BUF */
+  size_t used;                  /* bytes of text in BUF */
+  size_t col;                   /* column of the end of the text */
+};
+
+/* Append the first N bytes of S (no newlines among them) to H. */
+static void
+help_put (struct help *h, const char *s, size_t n)
+{
+  if (h->used + n >= h->len)
+    n = h->len - h->used - 1;
+  memcpy (h->buf + h->used, s, n);
+  h->used += n;
+  h->buf[h->used] = '\0';
+  h->col += n;
+}
+
+/* Start a new line of H indented to the descriptions' column. */
+static void
+help_newline (struct help *h)
+{
+  help_put (h, "\n", 1);
+  h->col = 0;
+  while (h->col < HELP_INDENT)
+    help_put (h, " ", 1);
+}
+
+/* Append the N bytes of WORD to H after a space, or at the start of a
+ * new line if they would run past HELP_WIDTH. */
+static void
+help_word (struct help *h, const char *word, size_t n)
+{
+  if (h->col + 1 + n > HELP_WIDTH)
+    help_newline (h);
+  else if (h->col > HELP_INDENT)
+    help_put (h, " ", 1);
+  help_put (h, word, n);
+}
+
+/* Append TEXT to H word by word, wrapped. */
+static void
+help_text (struct help *h, const char *text)
+{
+  while (*text) {
+    size_t n = strcspn (text, " ");
+
+    if (n > 0)
+      help_word (h, text, n);
+    text += n;
+    text += strspn (text, " ");
+  }
+}
+
+/* Start the entry of parameter KEY in H (on a new line unless it is the
+ * first) and describe it with TEXT. */
+static void
+help_entry (struct help *h, const char *key, const char *text)
+{
+  if (h->used > 0)
+    help_put (h, "\n", 1);
+  h->col = 0;
+  help_put (h, key, strlen (key));
+  while (h->col < HELP_INDENT)
+    help_put (h, " ", 1);
+  help_text (h, text);
+}
+
+/* Whether format F has the default interval 4096 (ONLY_4K) or any. */
+static bool
+help_format_wanted (const struct pi_format *f, bool only_4k)
+{
+  return !only_4k || pi_default_interval (f) == 4096;
+}
+
+/* Append to H the names of the formats of the table in common/pi.c
+ * (all of them, or ONLY_4K those whose default interval is 4096),
+ * separated by commas, the last one followed by END. */
+static void
+help_formats (struct help *h, bool only_4k, const char *end)
+{
+  const struct pi_format *f;
+  size_t i, n = 0, k = 0;
+  char word[64];
+
+  for (i = 0; (f = pi_format_at (i)) != NULL; i++)
+    n += help_format_wanted (f, only_4k);
+  for (i = 0; (f = pi_format_at (i)) != NULL; i++) {
+    if (!help_format_wanted (f, only_4k))
+      continue;
+    snprintf (word, sizeof word, "%s%s", f->name, ++k < n ? "," : end);
+    help_word (h, word, strlen (word));
+  }
+}
+
+/* Build config_help.  A constructor: nbdkit copies .config_help when it
+ * registers the plugin, before calling .load. */
+__attribute__ ((constructor))
+static void
+help_build (void)
+{
+  struct help h = { .buf = config_help, .len = sizeof config_help };
+
+  help_entry (&h, "[size=]SIZE", "Data size of the disk (default 1G).");
+  help_entry (&h, "format=FORMAT", "PI format (default " DEFAULT_FORMAT "):");
+  help_formats (&h, false, ".");
+  help_entry (&h, "interval=512|4096",
+              "Protection interval in bytes (default 512; 4096 for");
+  help_formats (&h, true, ").");
+  help_entry (&h, "app-tag=VALUE[/MASK]", "Application tag inserted and "
+              "checked, with the bits checked (mask, default 0xffff).");
+  help_entry (&h, "file=PATH", "Keep data in PATH and PI in PATH.pi "
+              "(default: sparse memory).");
+  help_entry (&h, "events=PATH", "Append PI failures to PATH as JSON "
+              "lines.");
+  help_entry (&h, "ctl=PATH|none", "Control socket, mode 0600, in a "
+              "directory only you can write (default "
+              "$XDG_RUNTIME_DIR/stabledif-PID.sock, else "
+              "${TMPDIR:-/tmp}/stabledif-UID/stabledif-PID.sock; see "
+              "stabledif-ctl(1)).");
+}
 
 static void
 stabledif_dump_plugin (void)
@@ -430,16 +618,10 @@ stabledif_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
                       uint32_t *maximum)
 {
   struct disk_io *io = handle;
-  const struct disk *d = plugin.disk;
 
   *minimum = 1;
-  *preferred = d->cfg.interval;
-  if (io->view == PROFILE_VIEW_DIF) {
-    uint32_t ext = pi_ext_size (&d->pi);
-    *maximum = MAX_REQUEST / ext * ext;
-  }
-  else
-    *maximum = MAX_REQUEST;
+  *preferred = disk_preferred_request (plugin.disk);
+  *maximum = disk_max_request (plugin.disk, io->view, MAX_REQUEST);
   return 0;
 }
 
@@ -484,7 +666,7 @@ stabledif_can_fast_zero (void *handle)
 static int
 stabledif_can_multi_conn (void *handle)
 {
-  return plugin.disk->store->multi_conn;
+  return disk_multi_conn (plugin.disk);
 }
 
 /* Extents are only meaningful for the data view: in the dif view every
@@ -599,7 +781,7 @@ static struct nbdkit_plugin plugin_ops = {
   .unload             = stabledif_unload,
   .config             = stabledif_config,
   .config_complete    = stabledif_config_complete,
-  .config_help        = stabledif_config_help,
+  .config_help        = config_help,
   .magic_config_key   = "size",
   .dump_plugin        = stabledif_dump_plugin,
   .get_ready          = stabledif_get_ready,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# stabledif: the bad-input matrix (issue 7).  Every kind of bad input
+# stabledif: the bad-input matrix.  Every kind of bad input
 # with the exact error it gets, and nothing stored changes:
 #
 #  1. plugin parameters: nbdkit must exit 1 before serving anything,
@@ -23,14 +23,21 @@ export STABLEDIF_CTL
 # then the parameters.  @D@ stands for a scratch directory, in which
 # "disk" is an existing 1M Type 1 disk (disk + disk.pi), "lone.pi" a PI
 # file without its data file, "small" a 5-byte file and "dir" a
-# directory.
+# directory; @SP@ stands for a space inside a parameter.
 params_table () {
   cat <<'EOF'
 size: must not be 0	size=0
 size: must be a multiple of the interval (512), 1000 is not	size=1000
 size: must be a multiple of the interval (4096), 1048064 is not	size=1048064 format=EXT-DIF-TYPE1-CRC64
-could not parse size: unknown suffix 'x'	size=1x
-size cannot be negative (-1)	size=-1
+size: '1x' is not a size (want a number of bytes with an optional suffix: b, s (512-byte sectors), K, M, G, T, P or E)	size=1x
+size: '-1' is not a size (want a number of bytes with an optional suffix: b, s (512-byte sectors), K, M, G, T, P or E)	size=-1
+size: 'abc' is not a size (want a number of bytes with an optional suffix: b, s (512-byte sectors), K, M, G, T, P or E)	size=abc
+size: '' is not a size (want a number of bytes with an optional suffix: b, s (512-byte sectors), K, M, G, T, P or E)	size=
+size: '1MB' is not a size (want a number of bytes with an optional suffix: b, s (512-byte sectors), K, M, G, T, P or E)	size=1MB
+size: '0x10' is not a size (want a number of bytes with an optional suffix: b, s (512-byte sectors), K, M, G, T, P or E)	size=0x10
+size: ' 1M' is not a size (want a number of bytes with an optional suffix: b, s (512-byte sectors), K, M, G, T, P or E)	size=@SP@1M
+size: 8E is too large (want at most 2^63-1 bytes)	size=8E
+size: 99999999999999999999 is too large (want at most 2^63-1 bytes)	size=99999999999999999999
 size: 9223372036854775296 is too large (the dif view would exceed 2^63-1 bytes)	size=9223372036854775296
 format: unknown PI format 'T10-DIF-TYPE4-CRC' (known: none,T10-DIF-TYPE1-CRC,T10-DIF-TYPE2-CRC,T10-DIF-TYPE3-CRC,EXT-DIF-TYPE1-CRC64,EXT-DIF-TYPE3-CRC64)	format=T10-DIF-TYPE4-CRC
 format: unknown PI format 't10-dif-type1-crc' (known: none,T10-DIF-TYPE1-CRC,T10-DIF-TYPE2-CRC,T10-DIF-TYPE3-CRC,EXT-DIF-TYPE1-CRC64,EXT-DIF-TYPE3-CRC64)	format=t10-dif-type1-crc
@@ -40,16 +47,20 @@ interval: must be 512 or 4096 (not 0)	interval=0
 interval: negative numbers are not allowed	interval=-512
 format: EXT-DIF-TYPE1-CRC64 needs interval=4096	format=EXT-DIF-TYPE1-CRC64 interval=512
 format: EXT-DIF-TYPE3-CRC64 needs interval=4096	format=EXT-DIF-TYPE3-CRC64 interval=512
-app-tag: could not parse number: "0x10000": Numerical result out of range	app-tag=0x10000
+app-tag: 0x10000 is out of range (want a 16-bit number, 0 to 0xffff)	app-tag=0x10000
+app-tag: 0x12345 is out of range (want a 16-bit number, 0 to 0xffff)	app-tag=0x12345
+app-tag: 65536 is out of range (want a 16-bit number, 0 to 0xffff)	app-tag=65536
+app-tag: 99999999999999999999999 is out of range (want a 16-bit number, 0 to 0xffff)	app-tag=99999999999999999999999
+app-tag: '0x' is not a number (want a 16-bit number, decimal or 0x hex)	app-tag=0x
 app-tag: 'abc' is not a number (want a 16-bit number, decimal or 0x hex)	app-tag=abc
 app-tag: '-1' is not a number (want a 16-bit number, decimal or 0x hex)	app-tag=-1
-app-tag: could not parse number: "12ab": trailing garbage	app-tag=12ab
+app-tag: '12ab' is not a number (want a 16-bit number, decimal or 0x hex)	app-tag=12ab
 app-tag: expected VALUE[/MASK], got ''	app-tag=
 app-tag: expected VALUE[/MASK], got '/0xff'	app-tag=/0xff
 app-tag mask: 'x' is not a number (want a 16-bit number, decimal or 0x hex)	app-tag=5/x
 app-tag mask: '' is not a number (want a 16-bit number, decimal or 0x hex)	app-tag=5/
-app-tag mask: could not parse number: "2/3": trailing garbage	app-tag=1/2/3
-app-tag mask: could not parse number: "0x10000": Numerical result out of range	app-tag=0x1234/0x10000
+app-tag mask: '2/3' is not a number (want a 16-bit number, decimal or 0x hex)	app-tag=1/2/3
+app-tag mask: 0x10000 is out of range (want a 16-bit number, 0 to 0xffff)	app-tag=0x1234/0x10000
 app-tag: mask 0 would check no bits of the app tag	app-tag=0x1234/0
 app-tag: 0xffff is the escape value (blocks carrying it are never checked)	app-tag=0xffff
 app-tag: format none has no app tag	format=none app-tag=5
@@ -87,6 +98,7 @@ while IFS=$'\t' read -r message params; do
   message=${message//@D@/$D}
   params=${params//@D@/$D}
   read -r -a args <<< "$params"
+  args=("${args[@]//@SP@/ }")
   err=$tmpdir/params.err
   ran=$tmpdir/params.ran
   rm -f "$ran"

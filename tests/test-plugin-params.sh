@@ -10,7 +10,8 @@ requires "$NBDKIT" "$NBDINFO"
 expect_config_error "size.*0|0.*size" size=0
 expect_config_error "size" size=1000
 expect_config_error "size" size=6K interval=4096
-expect_config_error "size.*banana" size=banana
+expect_config_error "^nbdkit: error: size: 'banana' is not a size \(want " size=banana
+expect_config_error "^nbdkit: error: size: 'abc' is not a size \(want " size=abc
 expect_config_error "size" 1000                      # the magic key is size
 expect_config_error "format.*T10-DIF-TYPE4-CRC" format=T10-DIF-TYPE4-CRC
 expect_config_error "format.*t10-dif-type1-crc" format=t10-dif-type1-crc
@@ -20,6 +21,8 @@ expect_config_error "interval" interval=8192
 expect_config_error "interval" format=EXT-DIF-TYPE1-CRC64 interval=512
 expect_config_error "interval" format=EXT-DIF-TYPE3-CRC64 interval=512
 expect_config_error "app-tag" app-tag=0x10000
+expect_config_error "^nbdkit: error: app-tag: 0x12345 is out of range \(want a 16-bit number, 0 to 0xffff\)$" \
+  app-tag=0x12345
 expect_config_error "app-tag" app-tag=0x12/0x1ffff
 expect_config_error "app-tag" app-tag=tag
 expect_config_error "app-tag" app-tag=/0xff
@@ -68,6 +71,22 @@ check_disk 8192 \
 check_disk 512 \
   "stabledif/1 view=dif format=none interval=512 tuple=0 stable_writes=0" \
   size=512 format=none
+# Every size suffix of nbdkit(1), in either case: b, s (sectors), K..E.
+check_disk 1024 \
+  "stabledif/1 view=dif format=T10-DIF-TYPE1-CRC interval=512 tuple=8 stable_writes=1" \
+  size=2s
+check_disk 1536 \
+  "stabledif/1 view=dif format=T10-DIF-TYPE1-CRC interval=512 tuple=8 stable_writes=1" \
+  size=1536b
+check_disk 2097152 \
+  "stabledif/1 view=dif format=T10-DIF-TYPE1-CRC interval=512 tuple=8 stable_writes=1" \
+  size=2048k
+check_disk 1099511627776 \
+  "stabledif/1 view=dif format=T10-DIF-TYPE1-CRC interval=512 tuple=8 stable_writes=1" \
+  size=1t
+check_disk 1125899906842624 \
+  "stabledif/1 view=dif format=T10-DIF-TYPE1-CRC interval=512 tuple=8 stable_writes=1" \
+  size=1P
 # A 16 TiB disk starts at once (sparse memory).
 check_disk 17592186044416 \
   "stabledif/1 view=dif format=T10-DIF-TYPE3-CRC interval=512 tuple=8 stable_writes=1" \
@@ -94,10 +113,14 @@ grep -qx "stabledif_version=$version" "$dump" || fail "dump: version"
 grep -qx "stabledif_intervals=512,4096" "$dump" || fail "dump: intervals"
 grep -qx "thread_model=parallel" "$dump" || fail "dump: thread model"
 grep -qx "magic_config_key=size" "$dump" || fail "dump: magic config key"
+# The formats are those of the table in common/pi.c, every one of them.
+table=$(sed -n '/^static const struct pi_format pi_formats\[\]/,/^};/ s/^ *{ *"\([^"]*\)".*/\1/p' \
+          "${top_srcdir:-$srcdir/..}/common/pi.c" | sort)
+[ "$(echo "$table" | wc -l)" -ge 6 ] ||
+  fail "cannot read the table of formats in common/pi.c: '$table'"
 formats=$(sed -n 's/^stabledif_formats=//p' "$dump" | tr , '\n' | sort)
-want=$(printf '%s\n' none T10-DIF-TYPE1-CRC T10-DIF-TYPE2-CRC \
-         T10-DIF-TYPE3-CRC EXT-DIF-TYPE1-CRC64 EXT-DIF-TYPE3-CRC64 | sort)
-[ "$formats" = "$want" ] || fail "dump: formats are '$formats'"
+[ "$formats" = "$table" ] ||
+  fail "dump: formats are '$formats', the table has '$table'"
 # Every format listed is accepted by format=.
 for f in $formats; do
   serve size=64K format="$f" -- "$NBDINFO"' --size "$uri" >/dev/null'
@@ -107,7 +130,11 @@ echo "ok: --dump-plugin"
 # --- --help lists every parameter ---------------------------------------
 help="$tmpdir/help.txt"
 run_nbdkit "$PLUGIN" --help > "$help"
-for p in size= format= interval= app-tag= file= events=; do
+for p in size= format= interval= app-tag= file= events= ctl=; do
   grep -q -- "$p" "$help" || fail "--help does not mention $p"
+done
+# ... and every format of the table, as a word of its own.
+for f in $table; do
+  grep -qE -- "(^| )$f[,.)]" "$help" || fail "--help does not list format $f"
 done
 echo "ok: --help"
