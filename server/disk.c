@@ -196,6 +196,27 @@ disk_view_size (const struct disk *d, enum profile_view view)
   return d->nblocks * view_block (d, view);
 }
 
+uint32_t
+disk_preferred_request (const struct disk *d)
+{
+  return d->pi.interval;
+}
+
+uint32_t
+disk_max_request (const struct disk *d, enum profile_view view,
+                  uint32_t limit)
+{
+  const uint64_t unit = view == PROFILE_VIEW_DIF ? view_block (d, view) : 1;
+
+  return (uint32_t) (limit / unit * unit);
+}
+
+bool
+disk_multi_conn (const struct disk *d)
+{
+  return d->store->multi_conn;
+}
+
 void
 disk_profile (const struct disk *d, enum profile_view view,
               struct profile *out)

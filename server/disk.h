@@ -73,6 +73,22 @@ uint64_t disk_view_size (const struct disk *d, enum profile_view view);
  * with EROFS. */
 bool disk_read_only (const struct disk *d);
 
+/* The request size, in bytes, that either view serves without a
+ * read-modify-write penalty: the protection interval. */
+uint32_t disk_preferred_request (const struct disk *d);
+
+/* The largest request on VIEW of at most LIMIT bytes that a client
+ * splitting a transfer at it keeps aligned: LIMIT on the data view (any
+ * alignment is served), the largest whole number of extended blocks on
+ * the dif view.  LIMIT must hold at least one extended block. */
+uint32_t disk_max_request (const struct disk *d, enum profile_view view,
+                           uint32_t limit);
+
+/* Whether a flush on one connection makes every connection's completed
+ * writes durable, so that clients may open several connections to the
+ * disk (NBD multi-conn).  The store decides. */
+bool disk_multi_conn (const struct disk *d);
+
 /* The profile of a view. */
 void disk_profile (const struct disk *d, enum profile_view view,
                    struct profile *out);
