@@ -255,6 +255,14 @@ static int64_t c_wraps (void)
 { return stabledif_pwrite (h, src, 512, UINT64_MAX - 511, 0); }
 static int64_t c_flags (void)
 { return stabledif_pwrite (h, src, 512, 512, 0x80); }
+static int64_t c_first_buf (void)
+{ return stabledif_pwrite (h, NULL, 0, 1, 0x80); }
+static int64_t c_range_before_flags (void)
+{ return stabledif_pwrite (h, src, 100, 512, 0x80); }
+static int64_t c_fua_and_unknown (void)
+{
+  return stabledif_pwrite (h, src, 512, 512, STABLEDIF_CMD_FLAG_FUA | 0x80);
+}
 static int64_t c_aio_count (void)
 { return stabledif_aio_pwrite (h, src, 511, 512, 0, never, NULL); }
 static int64_t c_r_buf_null (void)
@@ -269,7 +277,14 @@ static int64_t c_r_flags (void)
 { return stabledif_pread (h, dst, 512, 512, NULL, 1); }
 static int64_t c_aio_r_end (void)
 { return stabledif_aio_pread (h, dst, 512, 1048576, NULL, 0, never, NULL); }
+static int64_t c_aio_r_fua (void)
+{
+  return stabledif_aio_pread (h, dst, 512, 512, NULL, STABLEDIF_CMD_FLAG_FUA,
+                              never, NULL);
+}
 static int64_t c_flush_flags (void) { return stabledif_flush (h, 1); }
+static int64_t c_aio_flush_flags (void)
+{ return stabledif_aio_flush (h, 2, never, NULL); }
 static int64_t c_stable_null (void)
 { return stabledif_wait_stable (h, NULL, 1); }
 static int64_t c_policy_none (void)
@@ -291,6 +306,12 @@ static const struct bad_call connected[] = {
   ROW (c_wraps, EINVAL, "stabledif_pwrite: offset 18446744073709551104 "
        "count 512 goes beyond the end of the device (1048576 bytes)"),
   ROW (c_flags, EINVAL, "stabledif_pwrite: unknown flags 0x80"),
+  /* Several bad arguments: the first in the order handle, buffer,
+   * range, flags is named. */
+  ROW (c_first_buf, EINVAL, "stabledif_pwrite: buf is NULL"),
+  ROW (c_range_before_flags, EINVAL, "stabledif_pwrite: count 100 is not a "
+       "multiple of the protection interval 512"),
+  ROW (c_fua_and_unknown, EINVAL, "stabledif_pwrite: unknown flags 0x81"),
   ROW (c_aio_count, EINVAL, "stabledif_aio_pwrite: count 511 is not a "
        "multiple of the protection interval 512"),
   ROW (c_r_buf_null, EINVAL, "stabledif_pread: buf is NULL"),
@@ -303,7 +324,9 @@ static const struct bad_call connected[] = {
   ROW (c_r_flags, EINVAL, "stabledif_pread: unknown flags 0x1"),
   ROW (c_aio_r_end, EINVAL, "stabledif_aio_pread: offset 1048576 count 512 "
        "goes beyond the end of the device (1048576 bytes)"),
+  ROW (c_aio_r_fua, EINVAL, "stabledif_aio_pread: unknown flags 0x1"),
   ROW (c_flush_flags, EINVAL, "stabledif_flush: unknown flags 0x1"),
+  ROW (c_aio_flush_flags, EINVAL, "stabledif_aio_flush: unknown flags 0x2"),
   ROW (c_stable_null, EINVAL, "stabledif_wait_stable: addr is NULL"),
   ROW (c_policy_none, EPERM, "stabledif_set_policy: policy none on a "
        "device with stable_writes=1 lets the data change after its guard "

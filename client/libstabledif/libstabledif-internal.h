@@ -400,10 +400,25 @@ struct io_conn *io_current_conn (struct stabledif_handle *h);
 /* Whether the calling thread is one of H's I/O threads (a callback). */
 bool io_on_io_thread (struct stabledif_handle *h);
 
-/* Check a data range of an I/O call: aligned to the interval, not empty,
- * inside the device.  Reports the error naming FN and returns -1. */
-int io_check_range (struct stabledif_handle *h, const char *fn,
-                    size_t count, uint64_t offset);
+/* The preconditions of every call that submits a request of kind OP
+ * (stabledif_[aio_]pwrite, _pread, _flush, named FN in messages), in
+ * this order:
+ *  - H is not NULL (EINVAL) and is connected (ENOTCONN);
+ *  - for a read or write: BUF is not NULL, and COUNT bytes at OFFSET
+ *    are a non-empty range aligned to the protection interval inside
+ *    the device (EINVAL); BUF, COUNT and OFFSET are ignored for a flush;
+ *  - FLAGS holds only flags OP knows: STABLEDIF_CMD_FLAG_FUA for a
+ *    write, none otherwise (EINVAL);
+ *  - the device supports what is asked: FUA (ENOTSUP), flush for a
+ *    flush (ENOTSUP), writing for a write (EROFS);
+ *  - a SYNC call (one that waits) is not made from a callback on one of
+ *    H's I/O threads, where it would wait for itself (EDEADLK).
+ * Returns 0 if the call may build its request; else reports the first
+ * failure (error_set) and returns -1.  Whether the handle is closing or
+ * its connection lost is decided later, by io_submit. */
+int io_check_call (struct stabledif_handle *h, const char *fn, enum io_op op,
+                   const void *buf, size_t count, uint64_t offset,
+                   uint32_t flags, bool sync);
 
 /* Allocate a request for H (zeroed, h and fn set).  NULL on ENOMEM
  * (error reported). */

@@ -54,9 +54,12 @@ io_on_io_thread (struct stabledif_handle *h)
   return io_current_conn (h) != NULL;
 }
 
-int
-io_check_range (struct stabledif_handle *h, const char *fn,
-                size_t count, uint64_t offset)
+/* Check a data range of a read or write: aligned to the interval, not
+ * empty, inside the device.  Reports the error naming FN and returns -1;
+ * 0 if the range is good. */
+static int
+check_range (struct stabledif_handle *h, const char *fn,
+             size_t count, uint64_t offset)
 {
   const uint32_t iv = h->profile.interval;
 
@@ -79,6 +82,61 @@ io_check_range (struct stabledif_handle *h, const char *fn,
     error_set (EINVAL, "%s: offset %" PRIu64 " count %zu goes beyond the "
                "end of the device (%" PRIu64 " bytes)", fn, offset, count,
                h->size);
+    return -1;
+  }
+  return 0;
+}
+
+/* Check that FLAGS are known to a request of kind OP (a write takes
+ * FUA, nothing else takes any) and that the device supports what OP
+ * needs: FUA if asked, a writable export for a write, flush for a
+ * flush.  Reports the error naming FN and returns -1; 0 if it may go
+ * ahead. */
+static int
+check_flags_and_device (struct stabledif_handle *h, const char *fn,
+                        enum io_op op, uint32_t flags)
+{
+  const uint32_t known = op == IO_WRITE ? STABLEDIF_CMD_FLAG_FUA : 0;
+
+  if (flags & ~known) {
+    error_set (EINVAL, "%s: unknown flags 0x%" PRIx32, fn, flags);
+    return -1;
+  }
+  if ((flags & STABLEDIF_CMD_FLAG_FUA) && !h->can_fua) {
+    error_set (ENOTSUP, "%s: the device does not support FUA", fn);
+    return -1;
+  }
+  if (op == IO_FLUSH && !h->can_flush) {
+    error_set (ENOTSUP, "%s: the device does not support flush", fn);
+    return -1;
+  }
+  if (op == IO_WRITE && h->read_only) {
+    error_set (EROFS, "%s: the export is read-only", fn);
+    return -1;
+  }
+  return 0;
+}
+
+int
+io_check_call (struct stabledif_handle *h, const char *fn, enum io_op op,
+               const void *buf, size_t count, uint64_t offset,
+               uint32_t flags, bool sync)
+{
+  if (handle_check_connected (h, fn) == -1)
+    return -1;
+  if (op != IO_FLUSH) {
+    if (buf == NULL) {
+      error_set (EINVAL, "%s: buf is NULL", fn);
+      return -1;
+    }
+    if (check_range (h, fn, count, offset) == -1)
+      return -1;
+  }
+  if (check_flags_and_device (h, fn, op, flags) == -1)
+    return -1;
+  if (sync && io_on_io_thread (h)) {
+    error_set (EDEADLK, "%s: a synchronous call from a callback would wait "
+               "for itself", fn);
     return -1;
   }
   return 0;
@@ -723,21 +781,8 @@ flush_submit (struct stabledif_handle *h, const char *fn, uint32_t flags,
 {
   struct request *r;
 
-  if (handle_check_connected (h, fn) == -1)
+  if (io_check_call (h, fn, IO_FLUSH, NULL, 0, 0, flags, sync) == -1)
     return -1;
-  if (flags != 0) {
-    error_set (EINVAL, "%s: unknown flags 0x%" PRIx32, fn, flags);
-    return -1;
-  }
-  if (!h->can_flush) {
-    error_set (ENOTSUP, "%s: the device does not support flush", fn);
-    return -1;
-  }
-  if (sync && io_on_io_thread (h)) {
-    error_set (EDEADLK, "%s: a synchronous call from a callback would wait "
-               "for itself", fn);
-    return -1;
-  }
   r = io_request_new (h, fn);
   if (r == NULL)
     return -1;

@@ -24,23 +24,8 @@ read_prepare (struct stabledif_handle *h, const char *fn, void *buf,
 {
   struct request *r;
 
-  if (handle_check_connected (h, fn) == -1)
+  if (io_check_call (h, fn, IO_READ, buf, count, offset, flags, sync) == -1)
     return NULL;
-  if (buf == NULL) {
-    error_set (EINVAL, "%s: buf is NULL", fn);
-    return NULL;
-  }
-  if (io_check_range (h, fn, count, offset) == -1)
-    return NULL;
-  if (flags != 0) {
-    error_set (EINVAL, "%s: unknown flags 0x%" PRIx32, fn, flags);
-    return NULL;
-  }
-  if (sync && io_on_io_thread (h)) {
-    error_set (EDEADLK, "%s: a synchronous call from a callback would wait "
-               "for itself", fn);
-    return NULL;
-  }
 
   r = io_request_new (h, fn);
   if (r == NULL)

@@ -45,33 +45,11 @@ write_prepare (struct stabledif_handle *h, const char *fn, const void *buf,
   struct request *r;
   bool forensics, snap_ext;
 
-  if (handle_check_connected (h, fn) == -1)
+  if (io_check_call (h, fn, IO_WRITE, buf, count, offset, flags, sync)
+      == -1)
     return NULL;
   p = &h->pi;
   ts = p->format->tuple_size;
-  if (buf == NULL) {
-    error_set (EINVAL, "%s: buf is NULL", fn);
-    return NULL;
-  }
-  if (io_check_range (h, fn, count, offset) == -1)
-    return NULL;
-  if (flags & ~(uint32_t) STABLEDIF_CMD_FLAG_FUA) {
-    error_set (EINVAL, "%s: unknown flags 0x%" PRIx32, fn, flags);
-    return NULL;
-  }
-  if ((flags & STABLEDIF_CMD_FLAG_FUA) && !h->can_fua) {
-    error_set (ENOTSUP, "%s: the device does not support FUA", fn);
-    return NULL;
-  }
-  if (h->read_only) {
-    error_set (EROFS, "%s: the export is read-only", fn);
-    return NULL;
-  }
-  if (sync && io_on_io_thread (h)) {
-    error_set (EDEADLK, "%s: a synchronous call from a callback would wait "
-               "for itself", fn);
-    return NULL;
-  }
 
   r = io_request_new (h, fn);
   if (r == NULL)
