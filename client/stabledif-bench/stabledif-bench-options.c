@@ -224,7 +224,8 @@ parse_policies (const char *s, struct bench_options *o)
 
 enum {
   OPT_WORKING_SET = 256, OPT_FLUSH_INTERVAL, OPT_PAGE_SIZE, OPT_WRITE_SIZE,
-  OPT_RACE_DELAY, OPT_THINK, OPT_SEED, OPT_PLUGIN, OPT_FORMAT, OPT_INTERVAL, OPT_SIZE,
+  OPT_RACE_DELAY, OPT_THINK, OPT_SEED, OPT_PLUGIN, OPT_FORMAT, OPT_INTERVAL,
+  OPT_SIZE,
   OPT_SVG, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_CONNECTIONS,
 };
 
@@ -255,9 +256,298 @@ static const struct option long_options[] = {
   { NULL, 0, NULL, 0 },
 };
 
-/* Check the options against each other. */
+/* What the options say beyond the values they store in struct
+ * bench_options (options_scan fills it in). */
+struct scan_state {
+  bool self_only;               /* --plugin, --format, --interval or
+                                   --size was given: they describe our
+                                   own device */
+  int progress;                 /* --progress 1, --no-progress 0, neither
+                                   -1 */
+};
+
+/* Set O to the defaults, before the command line is read. */
+static void
+options_defaults (struct bench_options *o)
+{
+  memset (o, 0, sizeof *o);
+  o->threads = DEFAULT_THREADS;
+  o->working_set = DEFAULT_WORKING_SET;
+  o->duration = DEFAULT_DURATION;
+  o->flush_interval_ms = DEFAULT_FLUSH_INTERVAL;
+  o->page_size = DEFAULT_PAGE_SIZE;
+  o->write_size = DEFAULT_WRITE_SIZE;
+  o->think_us = DEFAULT_THINK;
+  o->format = DEFAULT_FORMAT;
+  o->seed = 1;
+  o->connections = 1;
+  memcpy (o->policies, all_policies, sizeof all_policies);
+  o->npolicies = sizeof all_policies / sizeof all_policies[0];
+}
+
+/* The --duration S: a finite number of seconds from BENCH_MIN_DURATION
+ * to BENCH_MAX_DURATION.  Returns 0 with *OUT set, or -1 after printing
+ * why not. */
 static int
-check_options (struct bench_options *o, bool self_only_given)
+parse_duration (const char *s, double *out)
+{
+  char *end;
+  double d;
+
+  errno = 0;
+  d = strtod (s, &end);
+  if (errno != 0 || end == s || *end != '\0' || !isfinite (d)) {
+    fprintf (stderr, PROG ": --duration: \"%s\" is not a number of "
+             "seconds\n", s);
+    return -1;
+  }
+  if (d < BENCH_MIN_DURATION || d > BENCH_MAX_DURATION) {
+    fprintf (stderr, PROG ": --duration %s: out of range (%.1f to %.0f "
+             "seconds)\n", s, BENCH_MIN_DURATION, BENCH_MAX_DURATION);
+    return -1;
+  }
+  *out = d;
+  return 0;
+}
+
+/* The --interval S: 512 or 4096.  Returns 0 with *OUT set, or -1 after
+ * printing why not. */
+static int
+parse_interval (const char *s, uint32_t *out)
+{
+  if (strcmp (s, "512") == 0)
+    *out = 512;
+  else if (strcmp (s, "4096") == 0)
+    *out = 4096;
+  else {
+    fprintf (stderr, PROG ": --interval %s: must be 512 or 4096\n", s);
+    return -1;
+  }
+  return 0;
+}
+
+/* An unsigned option OPT with the value S in [MIN, MAX] (MAX fits an
+ * unsigned), stored in *OUT.  Returns 0, or -1 after printing why
+ * not. */
+static int
+parse_unsigned_opt (const char *opt, const char *s, unsigned long long min,
+                    unsigned long long max, unsigned *out)
+{
+  unsigned long long v;
+
+  if (parse_uint (opt, s, min, max, &v) == -1)
+    return -1;
+  *out = (unsigned) v;
+  return 0;
+}
+
+/* The same for a uint32_t *OUT (MAX fits it). */
+static int
+parse_u32_opt (const char *opt, const char *s, unsigned long long min,
+               unsigned long long max, uint32_t *out)
+{
+  unsigned long long v;
+
+  if (parse_uint (opt, s, min, max, &v) == -1)
+    return -1;
+  *out = (uint32_t) v;
+  return 0;
+}
+
+/* A size option OPT with the value S in [MIN, MAX] bytes, stored in the
+ * uint32_t *OUT (MAX fits it).  Returns 0, or -1 after printing why
+ * not. */
+static int
+parse_size32_opt (const char *opt, const char *s, uint64_t min,
+                  uint64_t max, uint32_t *out)
+{
+  uint64_t v;
+
+  if (parse_size_opt (opt, s, min, max, &v) == -1)
+    return -1;
+  *out = (uint32_t) v;
+  return 0;
+}
+
+/* If C (a getopt_long code) is one of the options of the model, store
+ * its value ARG in O.  Returns 0, -1 after printing an error naming the
+ * option, or 1 if C is not a model option. */
+static int
+model_option (struct bench_options *o, int c, const char *arg)
+{
+  switch (c) {
+  case 'p':
+    return parse_policies (arg, o);
+  case 't':
+    return parse_unsigned_opt ("--threads", arg, 1, BENCH_MAX_THREADS,
+                               &o->threads);
+  case OPT_WORKING_SET:
+    return parse_size_opt ("--working-set", arg, 1, BENCH_MAX_WORKING_SET,
+                           &o->working_set);
+  case 'd':
+    return parse_duration (arg, &o->duration);
+  case OPT_FLUSH_INTERVAL:
+    return parse_unsigned_opt ("--flush-interval", arg, 1,
+                               BENCH_MAX_FLUSH_INTERVAL,
+                               &o->flush_interval_ms);
+  case OPT_PAGE_SIZE:
+    return parse_size32_opt ("--page-size", arg, 1, BENCH_MAX_PAGE_SIZE,
+                             &o->page_size);
+  case OPT_WRITE_SIZE:
+    return parse_size32_opt ("--write-size", arg, 0, BENCH_MAX_PAGE_SIZE,
+                             &o->write_size);
+  case OPT_RACE_DELAY:
+    return parse_u32_opt ("--race-delay-us", arg, 0, BENCH_MAX_RACE_DELAY,
+                          &o->race_delay_us);
+  case OPT_THINK:
+    return parse_u32_opt ("--think-us", arg, 0, BENCH_MAX_THINK,
+                          &o->think_us);
+  case OPT_SEED:
+    return parse_unsigned_opt ("--seed", arg, 0, UINT_MAX, &o->seed);
+  case OPT_CONNECTIONS:
+    return parse_unsigned_opt ("--connections", arg, 1,
+                               STABLEDIF_MAX_CONNECTIONS, &o->connections);
+  default:
+    return 1;
+  }
+}
+
+/* If C (a getopt_long code) is one of the options of the device, store
+ * its value ARG in O; those of our own device also set S->self_only.
+ * Returns 0, -1 after printing an error naming the option, or 1 if C is
+ * not a device option. */
+static int
+device_option (struct bench_options *o, struct scan_state *s, int c,
+               const char *arg)
+{
+  switch (c) {
+  case 's':
+    o->ctl = arg;
+    return 0;
+  case OPT_PLUGIN:
+    o->plugin = arg;
+    break;
+  case OPT_FORMAT:
+    o->format = arg;
+    break;
+  case OPT_INTERVAL:
+    if (parse_interval (arg, &o->interval) == -1)
+      return -1;
+    break;
+  case OPT_SIZE:
+    if (parse_size_opt ("--size", arg, 1, UINT64_C (1) << 50,
+                        &o->size) == -1)
+      return -1;
+    break;
+  default:
+    return 1;
+  }
+  s->self_only = true;
+  return 0;
+}
+
+/* If C (a getopt_long code) is one of the options of the output, store
+ * its value ARG in O or S.  Returns 0, or 1 if C is not an output
+ * option. */
+static int
+output_option (struct bench_options *o, struct scan_state *s, int c,
+               const char *arg)
+{
+  switch (c) {
+  case 'j':
+    o->json = true;
+    return 0;
+  case OPT_SVG:
+    o->svg = arg;
+    return 0;
+  case OPT_PROGRESS:
+    s->progress = 1;
+    return 0;
+  case OPT_NO_PROGRESS:
+    s->progress = 0;
+    return 0;
+  default:
+    return 1;
+  }
+}
+
+/* Print that the option getopt_long just refused (optopt, else
+ * ARGV[optind - 1]) is unknown, and where help is. */
+static void
+report_unknown_option (char **argv)
+{
+  if (optopt)
+    fprintf (stderr, PROG ": unknown option -%c\n", optopt);
+  else
+    fprintf (stderr, PROG ": unknown option %s\n", argv[optind - 1]);
+  fprintf (stderr, "Try '" PROG " --help'.\n");
+}
+
+/* Read the options of ARGV into O and S, from the first (getopt_long
+ * is restarted) to the first operand.  Returns 0 with optind at the
+ * first operand, 1 after printing the help or the version, or -1 after
+ * printing an error: an option without its argument, an unknown
+ * option, a bad value. */
+static int
+options_scan (int argc, char **argv, struct bench_options *o,
+              struct scan_state *s)
+{
+  int c;
+
+  optind = 0;                   /* glibc: start afresh (tests parse often) */
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, ":p:t:d:s:jhV", long_options,
+                           NULL)) != -1) {
+    int r;
+
+    switch (c) {
+    case 'h':
+      usage (stdout);
+      return 1;
+    case 'V':
+      printf (PROG " %s\n", PACKAGE_VERSION);
+      return 1;
+    case ':':
+      fprintf (stderr, PROG ": option %s needs an argument\n",
+               argv[optind - 1]);
+      fprintf (stderr, "Try '" PROG " --help'.\n");
+      return -1;
+    }
+    r = model_option (o, c, optarg);
+    if (r == 1)
+      r = device_option (o, s, c, optarg);
+    if (r == 1)
+      r = output_option (o, s, c, optarg);
+    if (r == 1) {
+      report_unknown_option (argv);
+      return -1;
+    }
+    if (r == -1)
+      return -1;
+  }
+  return 0;
+}
+
+/* The operands after the options (from optind): at most one, the URI,
+ * stored in O.  Returns 0, or -1 after printing the first extra one. */
+static int
+options_operands (int argc, char **argv, struct bench_options *o)
+{
+  if (optind < argc)
+    o->uri = argv[optind++];
+  if (optind < argc) {
+    fprintf (stderr, PROG ": unexpected argument \"%s\" (only one URI)\n",
+             argv[optind]);
+    return -1;
+  }
+  return 0;
+}
+
+/* Check the options of O against each other; SELF_ONLY_GIVEN: an option
+ * of our own device was given.  Returns 0, or -1 after printing the
+ * first conflict. */
+static int
+check_options (const struct bench_options *o, bool self_only_given)
 {
   if (o->page_size < 512 || (o->page_size & (o->page_size - 1)) != 0 ||
       o->page_size > BENCH_MAX_PAGE_SIZE) {
@@ -265,8 +555,7 @@ check_options (struct bench_options *o, bool self_only_given)
              "from 512 to %u\n", o->page_size, BENCH_MAX_PAGE_SIZE);
     return -1;
   }
-  if (o->write_size == 0)
-    o->write_size = o->page_size;
+  /* A write size of 0, the whole page, is never larger. */
   if (o->write_size > o->page_size) {
     fprintf (stderr, PROG ": --write-size %" PRIu32 " is larger than the "
              "page size %" PRIu32 "\n", o->write_size, o->page_size);
@@ -297,178 +586,30 @@ check_options (struct bench_options *o, bool self_only_given)
   return 0;
 }
 
+/* Fill in the values of O that depend on others, once they are checked:
+ * a write size of 0 is the whole page; the progress line is shown if S
+ * says so, else if stderr is a terminal. */
+static void
+options_resolve (struct bench_options *o, const struct scan_state *s)
+{
+  if (o->write_size == 0)
+    o->write_size = o->page_size;
+  o->progress = s->progress == -1 ? isatty (STDERR_FILENO) : s->progress;
+}
+
 int
 options_parse (int argc, char **argv, struct bench_options *o)
 {
-  bool self_only = false;
-  int progress = -1;
-  int c;
+  struct scan_state s = { .self_only = false, .progress = -1 };
+  int r;
 
-  memset (o, 0, sizeof *o);
-  o->threads = DEFAULT_THREADS;
-  o->working_set = DEFAULT_WORKING_SET;
-  o->duration = DEFAULT_DURATION;
-  o->flush_interval_ms = DEFAULT_FLUSH_INTERVAL;
-  o->page_size = DEFAULT_PAGE_SIZE;
-  o->write_size = DEFAULT_WRITE_SIZE;
-  o->think_us = DEFAULT_THINK;
-  o->format = DEFAULT_FORMAT;
-  o->seed = 1;
-  o->connections = 1;
-  memcpy (o->policies, all_policies, sizeof all_policies);
-  o->npolicies = sizeof all_policies / sizeof all_policies[0];
-
-  optind = 0;                   /* glibc: start afresh (tests parse often) */
-  opterr = 0;
-  while ((c = getopt_long (argc, argv, ":p:t:d:s:jhV", long_options,
-                           NULL)) != -1) {
-    unsigned long long v;
-    uint64_t sz;
-    char *end;
-
-    switch (c) {
-    case 'p':
-      if (parse_policies (optarg, o) == -1)
-        return -1;
-      break;
-    case 't':
-      if (parse_uint ("--threads", optarg, 1, BENCH_MAX_THREADS, &v) == -1)
-        return -1;
-      o->threads = (unsigned) v;
-      break;
-    case OPT_WORKING_SET:
-      if (parse_size_opt ("--working-set", optarg, 1, BENCH_MAX_WORKING_SET,
-                          &o->working_set) == -1)
-        return -1;
-      break;
-    case 'd':
-      errno = 0;
-      o->duration = strtod (optarg, &end);
-      if (errno != 0 || end == optarg || *end != '\0' ||
-          !isfinite (o->duration)) {
-        fprintf (stderr, PROG ": --duration: \"%s\" is not a number of "
-                 "seconds\n", optarg);
-        return -1;
-      }
-      if (o->duration < BENCH_MIN_DURATION ||
-          o->duration > BENCH_MAX_DURATION) {
-        fprintf (stderr, PROG ": --duration %s: out of range (%.1f to %.0f "
-                 "seconds)\n", optarg, BENCH_MIN_DURATION,
-                 BENCH_MAX_DURATION);
-        return -1;
-      }
-      break;
-    case OPT_FLUSH_INTERVAL:
-      if (parse_uint ("--flush-interval", optarg, 1,
-                      BENCH_MAX_FLUSH_INTERVAL, &v) == -1)
-        return -1;
-      o->flush_interval_ms = (unsigned) v;
-      break;
-    case OPT_PAGE_SIZE:
-      if (parse_size_opt ("--page-size", optarg, 1, BENCH_MAX_PAGE_SIZE,
-                          &sz) == -1)
-        return -1;
-      o->page_size = (uint32_t) sz;
-      break;
-    case OPT_WRITE_SIZE:
-      if (parse_size_opt ("--write-size", optarg, 0, BENCH_MAX_PAGE_SIZE,
-                          &sz) == -1)
-        return -1;
-      o->write_size = (uint32_t) sz;
-      break;
-    case OPT_RACE_DELAY:
-      if (parse_uint ("--race-delay-us", optarg, 0, BENCH_MAX_RACE_DELAY,
-                      &v) == -1)
-        return -1;
-      o->race_delay_us = (uint32_t) v;
-      break;
-    case OPT_THINK:
-      if (parse_uint ("--think-us", optarg, 0, BENCH_MAX_THINK, &v) == -1)
-        return -1;
-      o->think_us = (uint32_t) v;
-      break;
-    case OPT_SEED:
-      if (parse_uint ("--seed", optarg, 0, UINT_MAX, &v) == -1)
-        return -1;
-      o->seed = (unsigned) v;
-      break;
-    case OPT_CONNECTIONS:
-      if (parse_uint ("--connections", optarg, 1, STABLEDIF_MAX_CONNECTIONS,
-                      &v) == -1)
-        return -1;
-      o->connections = (unsigned) v;
-      break;
-    case 's':
-      o->ctl = optarg;
-      break;
-    case OPT_PLUGIN:
-      o->plugin = optarg;
-      self_only = true;
-      break;
-    case OPT_FORMAT:
-      o->format = optarg;
-      self_only = true;
-      break;
-    case OPT_INTERVAL:
-      if (strcmp (optarg, "512") == 0)
-        o->interval = 512;
-      else if (strcmp (optarg, "4096") == 0)
-        o->interval = 4096;
-      else {
-        fprintf (stderr, PROG ": --interval %s: must be 512 or 4096\n",
-                 optarg);
-        return -1;
-      }
-      self_only = true;
-      break;
-    case OPT_SIZE:
-      if (parse_size_opt ("--size", optarg, 1, UINT64_C (1) << 50,
-                          &o->size) == -1)
-        return -1;
-      self_only = true;
-      break;
-    case 'j':
-      o->json = true;
-      break;
-    case OPT_SVG:
-      o->svg = optarg;
-      break;
-    case OPT_PROGRESS:
-      progress = 1;
-      break;
-    case OPT_NO_PROGRESS:
-      progress = 0;
-      break;
-    case 'h':
-      usage (stdout);
-      return 1;
-    case 'V':
-      printf (PROG " %s\n", PACKAGE_VERSION);
-      return 1;
-    case ':':
-      fprintf (stderr, PROG ": option %s needs an argument\n",
-               argv[optind - 1]);
-      fprintf (stderr, "Try '" PROG " --help'.\n");
-      return -1;
-    default:
-      if (optopt)
-        fprintf (stderr, PROG ": unknown option -%c\n", optopt);
-      else
-        fprintf (stderr, PROG ": unknown option %s\n", argv[optind - 1]);
-      fprintf (stderr, "Try '" PROG " --help'.\n");
-      return -1;
-    }
-  }
-
-  if (optind < argc)
-    o->uri = argv[optind++];
-  if (optind < argc) {
-    fprintf (stderr, PROG ": unexpected argument \"%s\" (only one URI)\n",
-             argv[optind]);
+  options_defaults (o);
+  r = options_scan (argc, argv, o, &s);
+  if (r != 0)
+    return r;
+  if (options_operands (argc, argv, o) == -1 ||
+      check_options (o, s.self_only) == -1)
     return -1;
-  }
-  if (check_options (o, self_only) == -1)
-    return -1;
-  o->progress = progress == -1 ? isatty (STDERR_FILENO) : progress;
+  options_resolve (o, &s);
   return 0;
 }
