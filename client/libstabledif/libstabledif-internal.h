@@ -393,10 +393,6 @@ struct stabledif_handle {
  * 0 if connected. */
 int handle_check_connected (struct stabledif_handle *h, const char *fn);
 
-/* The connection whose I/O thread is the calling thread (a callback is
- * running), or NULL. */
-struct io_conn *io_current_conn (struct stabledif_handle *h);
-
 /* Whether the calling thread is one of H's I/O threads (a callback). */
 bool io_on_io_thread (struct stabledif_handle *h);
 
@@ -507,10 +503,6 @@ int read_chunk (void *user_data, const void *subbuf, size_t count,
 void read_complete (struct request *r);
 
 /* ---- shared by the paths (libstabledif-io.c) ----------------------- */
-
-/* libnbd completion callback of every command: USER_DATA is the
- * request.  Drops a reference and completes the request at zero. */
-int io_command_done (void *user_data, int *error);
 
 /* Drop one reference of R (I/O thread); at zero, complete it: call the
  * path's completion, then the caller's callback or wake the waiter. */

@@ -33,7 +33,9 @@ io_now_ns (void)
   return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-struct io_conn *
+/* The connection whose I/O thread is the calling thread (a callback is
+ * running), or NULL. */
+static struct io_conn *
 io_current_conn (struct stabledif_handle *h)
 {
   pthread_t self = pthread_self ();
@@ -430,7 +432,10 @@ io_request_put (struct request *r)
   complete (r);
 }
 
-int
+/* libnbd completion callback of every command: USER_DATA is the
+ * request.  Drops a reference and completes the request at zero.
+ * Returns 1: the command is retired. */
+static int
 io_command_done (void *user_data, int *error)
 {
   struct request *r = user_data;
