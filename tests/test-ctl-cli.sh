@@ -85,6 +85,10 @@ grep -q 'SEEN' $out || fail "check output: $(cat $out)"
 ctl status > $out
 grep -q '^corruption        SEEN' $out || { cat $out; fail "status: SEEN"; }
 grep -qE '^writes rejected +1$' $out || { cat $out; fail "status: rejected"; }
+grep -qxF 'failures by connection (all 1 event):' $out ||
+  { cat $out; fail "status: failures by connection"; }
+grep -qE '^  conn [0-9]+ +1 bad block\(s\) written, 0 read; last event 1$' $out ||
+  { cat $out; fail "status: failures of the connection"; }
 ctl status > $tmpdir/status-after-workload.txt
 ctl events > $out
 grep -qE '^ +1 .* dif +write +303 guard ' $out || { cat $out; fail events; }
@@ -114,6 +118,23 @@ ctl --json events > $out
 json $out 'j["events"][-1]["lba"] == 201 and j["events"][-1]["op"] == "read"'
 json $out 'j["events"][-1]["view"] == "data" and j["events"][-1]["seq"] == 2'
 echo "ok: inject + read: check exits 1"
+
+# More failures than the device keeps events for (1024): the heading of
+# the failures by connection says they are the last 1024 of them all.
+nbd dif '
+import errno
+bad = (b"\x01" * 512 + bytes(8)) * 100     # guard 0: wrong in every block
+for lba in range(0, 1100, 100):
+    try:
+        h.pwrite(bad, lba * 520)
+        raise SystemExit("bad guards accepted")
+    except nbd.Error as e:
+        assert e.errnum == errno.EIO, e
+'
+ctl status > $out
+grep -qxF 'failures by connection (the last 1024 of 1102 events):' $out ||
+  { cat $out; fail "status: failures by connection of a full ring"; }
+echo "ok: status says which events the failures by connection count"
 
 # Errors: device refusals exit 1, usage and connection errors 2.
 expect_rc 1 ctl inject data 99999999

@@ -333,16 +333,27 @@ print_view_op_table (const char *title, json_t *tab, bool bytes)
   }
 }
 
-/* The failures-by-connection lines of a counters reply. */
+/* The failures-by-connection lines of a counters reply.  The device
+ * counts them over the events it still keeps (its ring): the heading
+ * says how many of all the events that is. */
 static void
 print_by_conn (json_t *reply)
 {
   json_t *arr = json_object_get (reply, "failures_by_conn"), *e;
+  uint64_t kept = 0, all = get_u64 (reply, "last_seq", NULL);
   size_t i;
 
   if (json_array_size (arr) == 0)
     return;
-  printf ("failures by connection (recent events):\n");
+  json_array_foreach (arr, i, e)
+    kept += get_u64 (e, "write_errors", NULL) +
+      get_u64 (e, "read_errors", NULL);
+  if (kept < all)
+    printf ("failures by connection (the last %" PRIu64 " of %" PRIu64
+            " events):\n", kept, all);
+  else
+    printf ("failures by connection (all %" PRIu64 " event%s):\n", kept,
+            kept == 1 ? "" : "s");
   json_array_foreach (arr, i, e)
     printf ("  conn %-6" PRIu64 " %" PRIu64 " bad block(s) written, "
             "%" PRIu64 " read; last event %" PRIu64 "\n",
