@@ -124,20 +124,63 @@ sed -n 5p "$tmpdir/dev" | grep -qE ': [1-9][0-9]* writes rejected \(guard [1-9]'
 grep -q '^  first failure: page write: stabledif_aio_pwrite: write rejected by device (EIO) at LBA [0-9]*: guard check' "$out" ||
   { cat "$out"; fail "none: first failure"; }
 grep -q '^Summary (latencies in ms)' "$out" || fail "summary"
+grep -qE '^ policy +in effect +write avg +write p99 +write p99\.9 +write max +MB/sec +waited +dev rej +changed$' "$out" ||
+  { cat "$out"; fail "summary: header"; }
+# Where a write avg exceeds its p99, a note under the table says why.
+awk '/^Summary/ { s = 1; next } s && NF == 10 && $3 ~ /^[0-9.]+$/ && $3 > $4 { found = 1 }
+     END { exit !found }' "$out" &&
+  { grep -qF ' (write avg above write p99: under 1% of the writes took far longer than the rest,' "$out" ||
+      { cat "$out"; fail "summary: no note on avg above p99"; }; }
 grep -qE '^ none +none +.* [1-9][0-9]* +[1-9][0-9]*$' "$out" ||
   { cat "$out"; fail "summary: none row"; }
-# The SVG: well-formed, one curve per policy in each of three panels.
-python3 - "$tmpdir/plot.svg" <<'EOF' || fail "SVG"
-import sys, xml.dom.minidom
+# The SVG: well-formed, one curve per policy in each of three panels,
+# the fractions all labelled as percentages; a fourth panel with a bar
+# per run whose count is the device's (only none's not 0); legend
+# entries that do not run into each other (12px sans-serif text: up to
+# 7 px a character).
+rejected=$(sed -n 's/^Corruption seen by the device: \([0-9]*\) writes.*/\1/p' "$out")
+python3 - "$tmpdir/plot.svg" $rejected <<'EOF' || fail "SVG"
+import re, sys, xml.dom.minidom
 d = xml.dom.minidom.parse(sys.argv[1])
+rejected = sys.argv[2:]
 svg = d.documentElement
 assert svg.tagName == "svg", svg.tagName
 assert len(svg.getElementsByTagName("polyline")) == 15
-text = " ".join(t.firstChild.data for t in svg.getElementsByTagName("text")
-                if t.firstChild)
-for w in ("Write", "Writeback", "Flush", "auto (wait)", "wait-sent",
-          "snapshot", "none"):
+def texts(node):
+    return [t for t in node.getElementsByTagName("text") if t.firstChild]
+text = " ".join(t.firstChild.data for t in texts(svg))
+for w in ("Write", "Writeback", "Flush", "Corrupted writes", "auto (wait)",
+          "wait-sent", "snapshot", "none"):
     assert w in text, w
+# y labels: "100%", "10%", ... "0.001%", never "1e-3".
+ylabels = [t.firstChild.data for t in texts(svg)
+           if t.getAttribute("text-anchor") == "end"
+           and t.parentNode == svg]
+assert "100%" in ylabels and "0.1%" in ylabels, ylabels
+for l in ylabels:
+    assert re.fullmatch(r"(100|10|1|0\.0*1)%", l), ylabels
+# The corruption panel: its frame, then a bar per run; the counts.
+g = [g for g in svg.getElementsByTagName("g")
+     if g.getAttribute("id") == "corruption"]
+assert len(g) == 1, "no corruption panel"
+bars = g[0].getElementsByTagName("rect")[1:]
+assert len(bars) == 5 == len(rejected), (len(bars), rejected)
+counts = [t.firstChild.data for t in texts(g[0])
+          if re.fullmatch(r"[0-9]+", t.firstChild.data)]
+assert counts == rejected, (counts, rejected)
+assert rejected[:4] == ["0"] * 4 and int(rejected[4]) > 0, rejected
+for b, n in zip(bars, rejected):
+    assert (float(b.getAttribute("width")) > 0) == (n != "0"), b.toxml()
+# Legend: each entry's text ends before the next entry's line starts.
+lines = [l for l in svg.getElementsByTagName("line")
+         if l.getAttribute("stroke-width") == "3"]
+ltext = [t for t in texts(svg) if ": write max " in t.firstChild.data]
+assert len(lines) == len(ltext) == 5, (len(lines), len(ltext))
+for i in range(4):
+    if ltext[i].getAttribute("y") != ltext[i + 1].getAttribute("y"):
+        continue                # the next row
+    end = float(ltext[i].getAttribute("x")) + 7 * len(ltext[i].firstChild.data)
+    assert end < float(lines[i + 1].getAttribute("x1")), ltext[i].toxml()
 EOF
 # Nothing left behind: nbdkit stopped, its directory removed.
 ! ls -d "$tmpdir"/stabledif-bench.* 2>/dev/null || fail "temporary directory left"
@@ -178,6 +221,7 @@ json $j 'j["config"]["connections"] == 1 and all(r["connections"] == 1 for r in 
 json $j 'run("auto")["effective"] == "wait" and run("none")["unsafe"]'
 json $j 'all(r["operations"][op]["count"] > 0 for r in j["runs"] for op in ("write", "writeback", "flush"))'
 json $j 'all(r["operations"]["write"]["max_ms"] >= r["operations"]["write"]["p99_ms"] >= 0 for r in j["runs"])'
+json $j 'all(o["max_ms"] >= o["p999_ms"] >= o["p99_ms"] for r in j["runs"] for o in r["operations"].values())'
 json $j 'all(r["throughput_mb_s"] > 0 for r in j["runs"])'
 # Safe policies: nothing rejected, nothing changed under the checksum.
 for p in auto wait wait-sent snapshot; do

@@ -12,6 +12,7 @@
 #include <config.h>
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,15 +136,25 @@ policy_table (FILE *fp, const struct bench_results *r,
     fprintf (fp, "  first failure: %s\n", m->first_error);
 }
 
+/* Whether a run's average write is slower than its 99th percentile:
+ * a few writes (under 1%) took far longer than the rest. */
+static bool
+heavy_tail (const struct model_result *m)
+{
+  return m->write.count > 0 &&
+    hist_mean (&m->write) > (double) hist_quantile (&m->write, 0.99);
+}
+
 static void
 summary (FILE *fp, const struct bench_results *r)
 {
+  bool tail = false;
   size_t i;
 
   fprintf (fp, "\nSummary (latencies in ms)\n");
-  fprintf (fp, " %-10s %-10s %10s %10s %10s %10s %9s %8s %8s\n", "policy",
-           "in effect", "write avg", "write p99", "write max", "MB/sec",
-           "waited", "dev rej", "changed");
+  fprintf (fp, " %-10s %-10s %10s %10s %11s %10s %10s %9s %8s %8s\n",
+           "policy", "in effect", "write avg", "write p99", "write p99.9",
+           "write max", "MB/sec", "waited", "dev rej", "changed");
   for (i = 0; i < r->nruns; i++) {
     const struct policy_result *p = &r->runs[i];
     const struct model_result *m = &p->model;
@@ -153,16 +164,22 @@ summary (FILE *fp, const struct bench_results *r)
       snprintf (dev, sizeof dev, "%" PRIu64, report_device_corruption (p));
     else
       snprintf (dev, sizeof dev, "-");
-    fprintf (fp, " %-10s %-10s %10.3f %10.3f %10.3f %10.3f %9" PRIu64
-             " %8s %8" PRIu64 "\n", policy_name (p->policy),
+    fprintf (fp, " %-10s %-10s %10.3f %10.3f %11.3f %10.3f %10.3f %9"
+             PRIu64 " %8s %8" PRIu64 "\n", policy_name (p->policy),
              policy_name (p->effective), ms ((uint64_t) hist_mean (&m->write)),
-             ms (hist_quantile (&m->write, 0.99)), ms (m->write.max),
+             ms (hist_quantile (&m->write, 0.99)),
+             ms (hist_quantile (&m->write, 0.999)), ms (m->write.max),
              write_mbs (m), p->stats.waits, dev,
              report_client_corruption (p));
+    tail = tail || heavy_tail (m);
   }
   fprintf (fp, " (waited: writes that blocked for a stable page; dev rej: "
            "writes the device rejected;\n  changed: writes whose data "
            "changed after the checksum, seen by the client)\n");
+  if (tail)
+    fprintf (fp, " (write avg above write p99: under 1%% of the writes took "
+             "far longer than the rest,\n  under wait a whole writeback; "
+             "see write p99.9 and write max)\n");
 }
 
 void
@@ -221,11 +238,12 @@ op_json (const struct hist *h)
       json_array_append_new (buckets, json_pack ("[o, o]",
                                                  u64 (hist_bucket_high (i)),
                                                  u64 (h->bucket[i])));
-  return json_pack ("{s:o, s:f, s:f, s:f, s:f, s:f, s:o}",
+  return json_pack ("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
                     "count", u64 (h->count),
                     "avg_ms", ms ((uint64_t) hist_mean (h)),
                     "p50_ms", ms (hist_quantile (h, 0.50)),
                     "p99_ms", ms (hist_quantile (h, 0.99)),
+                    "p999_ms", ms (hist_quantile (h, 0.999)),
                     "min_ms", ms (h->count ? h->min : 0),
                     "max_ms", ms (h->max),
                     "histogram_ns", buckets ? buckets : json_null ());

@@ -6,6 +6,10 @@
  * (the complementary CDF), both axes logarithmic, so the tails that a
  * waiting policy grows stand out.  Each curve ends with a dot at its
  * maximum.  Drawn from the histograms (bucket tops, about 3% wide).
+ * A fourth panel has one bar per run: the writes the device rejected
+ * (the client's count of changed writes without a control socket), the
+ * corruption that a policy lets through.  The legend below names each
+ * run with its slowest write.
  */
 #include <config.h>
 
@@ -13,6 +17,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,15 +28,20 @@
 /* Geometry of one panel (pixels). */
 #define PANEL_W 360             /* panel width including margins */
 #define PANEL_H 380             /* panel height including margins */
-#define MARGIN_L 62             /* left margin: y labels */
+#define MARGIN_L 74             /* left margin: y labels */
 #define MARGIN_R 14
 #define MARGIN_T 30             /* panel title */
 #define MARGIN_B 48             /* x labels and axis title */
 #define TOP 56                  /* document title above the panels */
+#define CORR_W 340              /* the corruption panel's width */
+#define CORR_L 96               /* its left margin: run names */
+#define CORR_R 92               /* its right margin: counts past a bar */
 #define LEGEND_H 34             /* legend below the panels: one row */
 #define LEGEND_ROW 18           /* each further row of the legend */
-#define LEGEND_COL 216          /* width of one legend entry */
-#define LEGEND_PER_ROW 5        /* entries in a row of the legend */
+#define LEGEND_SWATCH 30        /* legend: line and gap before the text */
+#define LEGEND_GAP 24           /* legend: space after an entry's text */
+#define CHAR_W 7.0              /* an upper bound of a 12px character's
+                                   width (sans-serif, ASCII) */
 
 /* Colours by policy (enum stabledif_policy). */
 static const char *const colours[] = {
@@ -160,13 +170,14 @@ ms_label (char *buf, size_t len, int e)
     snprintf (buf, len, "%.0f ns", pow (10, e + 6));
 }
 
+/* The label of a fraction of 10^E (E <= 0), as a percentage for every
+ * E: 100%, 10%, 1%, 0.1%, 0.01% ... */
 static void
 frac_label (char *buf, size_t len, int e)
 {
-  if (e >= -2)
-    snprintf (buf, len, "%.0f%%", pow (10, e + 2));
-  else
-    snprintf (buf, len, "1e%d", e);
+  int decimals = e < -2 ? -2 - e : 0;
+
+  snprintf (buf, len, "%.*f%%", decimals, pow (10, e + 2));
 }
 
 static void
@@ -205,7 +216,7 @@ panel_axes (FILE *fp, const struct axes *a, const char *title)
            a->y0 + a->h + 34);
   fprintf (fp, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" "
            "text-anchor=\"middle\" font-size=\"12\">operations slower "
-           "(log)</text>\n", a->x0 - 46, a->y0 + a->h / 2);
+           "(log)</text>\n", a->x0 - 60, a->y0 + a->h / 2);
 }
 
 /* The curve of one run. */
@@ -244,13 +255,147 @@ curve (FILE *fp, const struct axes *a, const struct hist *h, int policy)
            ax_y (a, 1.0 / (double) h->count), c);
 }
 
+/* The name of run P as the plot shows it: "auto (wait)" when the policy
+ * in effect differs from the one asked for.  Returns BUF. */
+static char *
+run_name (char *buf, size_t len, const struct policy_result *p)
+{
+  const char *name = stabledif_policy_name ((enum stabledif_policy)
+                                            p->policy);
+  const char *eff = stabledif_policy_name ((enum stabledif_policy)
+                                           p->effective);
+
+  if (p->effective != p->policy && eff)
+    snprintf (buf, len, "%s (%s)", name ? name : "?", eff);
+  else
+    snprintf (buf, len, "%s", name ? name : "?");
+  return buf;
+}
+
+/* The corruption of run P that the plot shows: what the device
+ * rejected, or without a control socket what the client saw change. */
+static uint64_t
+corrupted (const struct policy_result *p)
+{
+  return p->have_device ? report_device_corruption (p)
+                        : report_client_corruption (p);
+}
+
+/* The fourth panel, its plot area at X0, Y0 (W by H): one bar per run
+ * of the writes corrupted, with the count and its share of the page
+ * writes past the bar.  Grouped as <g id="corruption">, one <rect> per
+ * run (zero-width for none). */
+static void
+corruption_panel (FILE *fp, const struct bench_results *r, double x0,
+                  double y0, double w, double h)
+{
+  uint64_t most = 1;
+  double row;
+  char name[64];
+  size_t i;
+  bool device = r->nruns > 0;
+
+  for (i = 0; i < r->nruns; i++) {
+    if (corrupted (&r->runs[i]) > most)
+      most = corrupted (&r->runs[i]);
+    device = device && r->runs[i].have_device;
+  }
+  row = r->nruns > 0 ? h / (double) r->nruns : h;
+  if (row > 40)
+    row = 40;
+
+  fputs ("<g id=\"corruption\">\n", fp);
+  fprintf (fp, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+           "fill=\"#ffffff\" stroke=\"#444444\"/>\n", x0, y0, w, h);
+  fprintf (fp, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+           "font-size=\"14\" font-weight=\"bold\">Corrupted writes</text>\n",
+           x0 + w / 2, y0 - 10);
+  for (i = 0; i < r->nruns; i++) {
+    const struct policy_result *p = &r->runs[i];
+    uint64_t n = corrupted (p);
+    uint64_t writes = p->model.writeback.count;
+    double y = y0 + 8 + (double) i * row;
+    double bar = (w - CORR_R) * (double) n / (double) most;
+
+    fprintf (fp, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+             "font-size=\"12\">", x0 - 6, y + row * 0.3 + 4);
+    xml_text (fp, run_name (name, sizeof name, p));
+    fputs ("</text>\n", fp);
+    fprintf (fp, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+             "height=\"%.1f\" fill=\"%s\"/>\n", x0, y, bar, row * 0.6,
+             colour (p->policy));
+    fprintf (fp, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\"%s>%"
+             PRIu64 "</text>\n", x0 + bar + 5, y + row * 0.3 + 4,
+             n ? " font-weight=\"bold\"" : "", n);
+    if (n && writes)
+      fprintf (fp, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+               "fill=\"#555555\">%.2g%% of writes</text>\n", x0 + bar + 5,
+               y + row * 0.3 + 16, 100.0 * (double) n / (double) writes);
+  }
+  fprintf (fp, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+           "font-size=\"12\">%s</text>\n", x0 + w / 2, y0 + h + 15,
+           device ? "page writes the device rejected"
+                  : "page writes changed after the checksum");
+  fprintf (fp, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+           "font-size=\"12\">%s</text>\n", x0 + w / 2, y0 + h + 34,
+           device ? "(their PI check failed)" : "(seen by the client)");
+  fputs ("</g>\n", fp);
+}
+
+/* The width of the widest legend entry of R, text and swatch. */
+static double
+legend_col (const struct bench_results *r)
+{
+  char name[64], text[128];
+  double col = 0;
+  size_t i;
+
+  for (i = 0; i < r->nruns; i++) {
+    const struct policy_result *p = &r->runs[i];
+    int n = snprintf (text, sizeof text, "%s: write max %.1f ms",
+                      run_name (name, sizeof name, p),
+                      (double) p->model.write.max / 1e6);
+    double wd = LEGEND_SWATCH + CHAR_W * (n > 0 ? n : 0) + LEGEND_GAP;
+    if (wd > col)
+      col = wd;
+  }
+  return col;
+}
+
+/* The legend below the panels: entries of width COL, PER_ROW to a row
+ * starting at Y. */
+static void
+legend (FILE *fp, const struct bench_results *r, double col, size_t per_row,
+        double y0)
+{
+  char name[64];
+  size_t i;
+
+  for (i = 0; i < r->nruns; i++) {
+    const struct policy_result *p = &r->runs[i];
+    double x = 14 + (double) (i % per_row) * col;
+    double y = y0 + (double) (i / per_row) * LEGEND_ROW;
+
+    fprintf (fp, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+             "stroke=\"%s\" stroke-width=\"3\"/>\n", x, y - 4, x + 24, y - 4,
+             colour (p->policy));
+    fprintf (fp, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">",
+             x + LEGEND_SWATCH, y);
+    xml_text (fp, run_name (name, sizeof name, p));
+    fprintf (fp, ": write max %.1f ms</text>\n",
+             (double) p->model.write.max / 1e6);
+  }
+}
+
 void
 svg_write (FILE *fp, const struct bench_results *r)
 {
   static const char *const titles[3] = { "Write", "Writeback", "Flush" };
-  const int width = 3 * PANEL_W + 20;
-  const size_t rows = r->nruns > 0
-    ? (r->nruns + LEGEND_PER_ROW - 1) / LEGEND_PER_ROW : 1;
+  const int width = 3 * PANEL_W + CORR_W + 20;
+  const double col = legend_col (r);
+  const size_t per_row = col > 0 && (size_t) ((width - 28) / col) > 0
+    ? (size_t) ((width - 28) / col) : 1;
+  const size_t rows = r->nruns > 0 ? (r->nruns + per_row - 1) / per_row : 1;
   const int height = TOP + PANEL_H + LEGEND_H +
     (int) (rows - 1) * LEGEND_ROW;
   char sub[512];
@@ -264,7 +409,7 @@ svg_write (FILE *fp, const struct bench_results *r)
   fprintf (fp, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fafafa\"/>\n");
   fprintf (fp, "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" "
            "font-size=\"16\" font-weight=\"bold\">" PROG ": latency tails "
-           "per stable-page policy</text>\n", width / 2);
+           "and corruption per stable-page policy</text>\n", width / 2);
   snprintf (sub, sizeof sub, "%s, %u writers, %" PRIu64 " pages of %" PRIu32
             " bytes, flush every %u ms, race delay %" PRIu32 " us",
             r->dev.format[0] ? r->dev.format : "?", r->opts->threads,
@@ -287,30 +432,9 @@ svg_write (FILE *fp, const struct bench_results *r)
     for (i = 0; i < r->nruns; i++)
       curve (fp, &a, op_hist (&r->runs[i], op), r->runs[i].policy);
   }
-
-  /* Legend. */
-  for (i = 0; i < r->nruns; i++) {
-    const struct policy_result *p = &r->runs[i];
-    const char *name = stabledif_policy_name ((enum stabledif_policy)
-                                              p->policy);
-    const char *eff = stabledif_policy_name ((enum stabledif_policy)
-                                             p->effective);
-    double x = 14 + (double) (i % LEGEND_PER_ROW) * LEGEND_COL;
-    double y = TOP + PANEL_H + 18 + (double) (i / LEGEND_PER_ROW) * LEGEND_ROW;
-
-    fprintf (fp, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-             "stroke=\"%s\" stroke-width=\"3\"/>\n", x, y - 4, x + 24, y - 4,
-             colour (p->policy));
-    fprintf (fp, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">", x + 30, y);
-    xml_text (fp, name ? name : "?");
-    if (p->effective != p->policy && eff) {
-      fputs (" (", fp);
-      xml_text (fp, eff);
-      fputs (")", fp);
-    }
-    fprintf (fp, ": write max %.1f ms</text>\n",
-             (double) p->model.write.max / 1e6);
-  }
+  corruption_panel (fp, r, 10 + 3 * PANEL_W + CORR_L, TOP + MARGIN_T,
+                    CORR_W - CORR_L - MARGIN_R, PANEL_H - MARGIN_T - MARGIN_B);
+  legend (fp, r, col, per_row, TOP + PANEL_H + 18);
   fputs ("</svg>\n", fp);
 }
 
