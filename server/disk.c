@@ -615,6 +615,164 @@ write_mid (struct disk *d, const struct span *s, const uint8_t *buf,
   return r;
 }
 
+/* One data view write, zero or trim between its steps: the request,
+ * its span, and the partial blocks being merged. */
+struct modify {
+  struct disk *d;               /* the disk */
+  const struct disk_io *io;     /* who asked */
+  enum stats_op op;             /* write, zero or trim */
+  const uint8_t *buf;           /* the data of a write; NULL otherwise */
+  uint64_t count, offset;       /* the request, bytes in the data view */
+  bool fua;                     /* the request's FUA */
+  bool piece_fua;               /* FUA on each store call: when there is
+                                   one piece only (else one flush) */
+  bool in_place;                /* a write to a store that lends its
+                                   memory: every block in one call */
+  struct span s;                /* the request's blocks (no partial
+                                   blocks for a trim: it is advisory) */
+  struct partial head, tail;    /* the partial blocks: read, then merged */
+  struct partial tail_old;      /* the tail as stored, kept when the head
+                                   is stored after it and may fail */
+  uint8_t *pi;                  /* the whole blocks' tuples, generated
+                                   before the lock (NULL: none needed) */
+};
+
+/* Generate the tuples of the whole blocks of a write to a store that
+ * does not lend its memory into m->pi, from the caller's buffer, before
+ * the lock is taken.  -1 after reporting if there is no memory. */
+static int
+generate_mid (struct modify *m)
+{
+  struct disk *d = m->d;
+  const uint64_t tu = d->pi.format->tuple_size;
+
+  if (m->op != STATS_OP_WRITE || m->s.mid_n == 0 || tu == 0 || m->in_place)
+    return 0;
+  m->pi = malloc (m->s.mid_n * tu);
+  if (m->pi == NULL) {
+    disk_error (&d->cfg, "data view write: %m");
+    return -1;
+  }
+  pi_generate_sep (&d->pi, m->buf + m->s.mid_at, m->pi, m->s.mid_n,
+                   m->s.mid_lba);
+  return 0;
+}
+
+/* Read the partial blocks of M into m->head and m->tail, under the
+ * caller's exclusive lock, and check their stored PI: a block that fails
+ * cannot be merged.  -1 if the store failed, or after reporting (errno
+ * EIO) if a check failed; nothing has been stored either way. */
+static int
+read_partials (struct modify *m)
+{
+  struct disk *d = m->d;
+  const struct span *s = &m->s;
+  struct failures f = {
+    .d = d, .io = m->io, .op = m->op, .offset = m->offset,
+    .length = m->count, .host_pi = false, /* a partial block's stored PI */
+  };
+  char what[160];
+
+  if (s->head_len && read_partial (d, &f, s->head_lba, &m->head) == -1)
+    return -1;
+  if (s->tail_len && read_partial (d, &f, s->tail_lba, &m->tail) == -1)
+    return -1;
+  if (f.count > 0) {
+    describe_failure (&f, what, sizeof what);
+    disk_error (&d->cfg, "data view %s: cannot merge a partial block: "
+                "stored %s (%" PRIu64 " of %" PRIu64 " blocks failed; "
+                "offset %" PRIu64 " count %" PRIu64 "); nothing was stored",
+                stats_op_name (m->op), what, f.count, s->nblocks, m->offset,
+                m->count);
+    errno = EIO;
+    return -1;
+  }
+  return 0;
+}
+
+/* Merge the request into the partial blocks read_partials read: the
+ * caller's bytes (write) or zeros (zero).  The tail as stored is kept in
+ * m->tail_old where store_pieces may have to put it back. */
+static void
+merge_partials (struct modify *m)
+{
+  const struct span *s = &m->s;
+  const uint64_t tu = m->d->pi.format->tuple_size;
+
+  if (s->head_len) {
+    if (m->buf)
+      memcpy (m->head.data + s->head_off, m->buf, s->head_len);
+    else
+      memset (m->head.data + s->head_off, 0, s->head_len);
+  }
+  if (s->tail_len) {
+    if (s->head_len && !m->in_place) {
+      memcpy (m->tail_old.data, m->tail.data, m->d->pi.interval);
+      memcpy (m->tail_old.tuple, m->tail.tuple, tu);
+    }
+    if (m->buf)
+      memcpy (m->tail.data, m->buf + m->count - s->tail_len, s->tail_len);
+    else
+      memset (m->tail.data, 0, s->tail_len);
+  }
+}
+
+/* Store every block of a write M to a store that lends its memory in
+ * one call, the data copied in and the PI generated in one pass (the
+ * guards computed under the lock).  The store has all the memory before
+ * it lends any, so a write it cannot take stores nothing. */
+static int
+store_in_place (struct modify *m)
+{
+  struct disk *d = m->d;
+  const struct span *s = &m->s;
+  struct write_in w = {
+    .pi = &d->pi, .head = s->head_len ? &m->head : NULL,
+    .src = m->buf + s->mid_at, .tail = s->tail_len ? &m->tail : NULL,
+    .tail_lba = s->tail_lba,
+  };
+  int r;
+
+  r = d->store->ops->write_in_place (d->store, s->first, s->nblocks,
+                                     write_run, &w, m->fua);
+  if (r == 0 && has_pi (d))
+    stats_add (&d->stats.c.blocks_generated, s->nblocks);
+  return r;
+}
+
+/* Store the pieces of M one by one, under the caller's lock: the merged
+ * partial blocks first, the tail before the head: if the head cannot be
+ * stored, the tail goes back as it was, so a request whose partial
+ * blocks cannot be stored changes nothing.  On the memory store (a
+ * zero, here) they are the only pieces that can fail, with ENOMEM when
+ * they need a chunk: zeroing whole blocks allocates nothing.  On a file
+ * store the whole blocks can still fail after them. */
+static int
+store_pieces (struct modify *m)
+{
+  struct disk *d = m->d;
+  const struct span *s = &m->s;
+  int r = 0;
+
+  if (s->tail_len)
+    r = write_partial (d, s->tail_lba, &m->tail, m->piece_fua);
+  if (r == 0 && s->head_len) {
+    r = write_partial (d, s->head_lba, &m->head, m->piece_fua);
+    if (r == -1 && s->tail_len)   /* then tail_old was kept */
+      restore_partial (d, s->tail_lba, &m->tail_old);
+  }
+  if (r == 0 && s->mid_n) {
+    if (m->op == STATS_OP_WRITE)
+      r = write_mid (d, s, m->buf, m->pi, m->piece_fua);
+    else
+      r = d->store->ops->zero (d->store, s->mid_lba, s->mid_n,
+                               m->piece_fua);
+  }
+  if (r == 0 && m->fua && !m->piece_fua)
+    r = d->store->ops->flush (d->store);
+  return r;
+}
+
 /* data view write, zero or trim (OP).  BUF is the data for a write and
  * NULL otherwise.  Whole blocks are written with generated PI (write) or
  * zeroed (zero, trim); partial blocks are merged (write), merged with
@@ -623,127 +781,42 @@ static int
 data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
              const uint8_t *buf, uint64_t count, uint64_t offset, bool fua)
 {
-  struct span s;
-  struct partial head, tail, tail_old;
+  struct modify m;              /* not zeroed: the partial blocks are
+                                   filled in by read_partials */
   struct range_held h;
-  struct failures f = {
-    .d = d, .io = io, .op = op, .offset = offset, .length = count,
-    .host_pi = false,           /* a partial block's stored PI */
-  };
-  uint8_t *pi = NULL;
-  const uint64_t tu = d->pi.format->tuple_size;
-  /* A write to a store that lends its memory: every block in one call
-   * (below), with PI or without. */
-  const bool in_place = op == STATS_OP_WRITE &&
-    d->store->ops->write_in_place != NULL;
   unsigned pieces;
-  bool piece_fua;
-  int r = 0;
-  char what[160];
+  int r;
 
-  span_of (d, count, offset, &s);
+  m.d = d;
+  m.io = io;
+  m.op = op;
+  m.buf = buf;
+  m.count = count;
+  m.offset = offset;
+  m.fua = fua;
+  m.in_place = op == STATS_OP_WRITE && d->store->ops->write_in_place != NULL;
+  m.pi = NULL;
+  span_of (d, count, offset, &m.s);
   if (op == STATS_OP_TRIM)
-    s.head_len = s.tail_len = 0;
-  pieces = (s.head_len > 0) + (s.mid_n > 0) + (s.tail_len > 0);
+    m.s.head_len = m.s.tail_len = 0;
+  pieces = (m.s.head_len > 0) + (m.s.mid_n > 0) + (m.s.tail_len > 0);
   if (pieces == 0)
     return 0;                   /* a trim inside one block */
   /* FUA on a single store call is enough; several get one flush. */
-  piece_fua = fua && pieces == 1;
+  m.piece_fua = fua && pieces == 1;
 
-  /* Whole blocks of a write to a store that does not lend its memory:
-   * PI from the caller's buffer, before the lock is taken. */
-  if (op == STATS_OP_WRITE && s.mid_n > 0 && tu > 0 &&
-      d->store->ops->write_in_place == NULL) {
-    pi = malloc (s.mid_n * tu);
-    if (pi == NULL) {
-      disk_error (&d->cfg, "data view write: %m");
-      return -1;
-    }
-    pi_generate_sep (&d->pi, buf + s.mid_at, pi, s.mid_n, s.mid_lba);
-  }
+  if (generate_mid (&m) == -1)
+    return -1;
 
-  lock_blocks (d, &h, s.first, s.nblocks, true);
-
+  lock_blocks (d, &h, m.s.first, m.s.nblocks, true);
   /* Read and check both partial blocks before anything is stored. */
-  if (s.head_len)
-    r = read_partial (d, &f, s.head_lba, &head);
-  if (r == 0 && s.tail_len)
-    r = read_partial (d, &f, s.tail_lba, &tail);
-  if (r == -1)
-    goto unlock;
-  if (f.count > 0) {
-    describe_failure (&f, what, sizeof what);
-    disk_error (&d->cfg, "data view %s: cannot merge a partial block: "
-                "stored %s (%" PRIu64 " of %" PRIu64 " blocks failed; "
-                "offset %" PRIu64 " count %" PRIu64 "); nothing was stored",
-                stats_op_name (op), what, f.count, s.nblocks, offset,
-                count);
-    errno = EIO;
-    r = -1;
-    goto unlock;
+  r = read_partials (&m);
+  if (r == 0) {
+    merge_partials (&m);
+    r = m.in_place ? store_in_place (&m) : store_pieces (&m);
   }
-
-  if (s.head_len) {
-    if (buf)
-      memcpy (head.data + s.head_off, buf, s.head_len);
-    else
-      memset (head.data + s.head_off, 0, s.head_len);
-  }
-  if (s.tail_len) {
-    /* Kept only where the tail may have to be put back (below). */
-    if (s.head_len && !in_place) {
-      memcpy (tail_old.data, tail.data, d->pi.interval);
-      memcpy (tail_old.tuple, tail.tuple, tu);
-    }
-    if (buf)
-      memcpy (tail.data, buf + count - s.tail_len, s.tail_len);
-    else
-      memset (tail.data, 0, s.tail_len);
-  }
-
-  /* A write to a store that lends its memory: every block in one call,
-   * the data copied in and the PI generated in one pass (the guards
-   * computed under the lock).  The store has all the memory before it
-   * lends any, so a write it cannot take stores nothing. */
-  if (in_place) {
-    struct write_in w = {
-      .pi = &d->pi, .head = s.head_len ? &head : NULL,
-      .src = buf + s.mid_at, .tail = s.tail_len ? &tail : NULL,
-      .tail_lba = s.tail_lba,
-    };
-    r = d->store->ops->write_in_place (d->store, s.first, s.nblocks,
-                                       write_run, &w, fua);
-    if (r == 0 && has_pi (d))
-      stats_add (&d->stats.c.blocks_generated, s.nblocks);
-    goto unlock;
-  }
-
-  /* The partial blocks first, the tail before the head: if the head
-   * cannot be stored, the tail goes back as it was, so a request whose
-   * partial blocks cannot be stored changes nothing.  On the memory
-   * store (a zero, here) they are the only pieces that can fail, with
-   * ENOMEM when they need a chunk: zeroing whole blocks allocates
-   * nothing.  On a file store the whole blocks can still fail after
-   * them. */
-  if (s.tail_len)
-    r = write_partial (d, s.tail_lba, &tail, piece_fua);
-  if (r == 0 && s.head_len) {
-    r = write_partial (d, s.head_lba, &head, piece_fua);
-    if (r == -1 && s.tail_len)    /* then tail_old was kept */
-      restore_partial (d, s.tail_lba, &tail_old);
-  }
-  if (r == 0 && s.mid_n) {
-    if (op == STATS_OP_WRITE)
-      r = write_mid (d, &s, buf, pi, piece_fua);
-    else
-      r = d->store->ops->zero (d->store, s.mid_lba, s.mid_n, piece_fua);
-  }
-  if (r == 0 && fua && !piece_fua)
-    r = d->store->ops->flush (d->store);
-
- unlock:
   unlock_blocks (d, &h);
-  free (pi);
+  free (m.pi);
   return r;
 }
 

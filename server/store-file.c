@@ -641,31 +641,38 @@ open_pi (struct file_store *fs, const struct store_file_hdr *want,
   return 0;
 }
 
-struct store *
-store_file_open (const struct store_geometry *g, const char *path,
-                 server_error_fn error)
+/* Whether geometry G can be kept in files: both files' sizes fit in an
+ * off_t and the format's name in the header of PATH.pi.  Sets *SIZE to
+ * the data file's size.  Reports the problem, naming PATH, through
+ * ERROR, and sets errno to EINVAL. */
+static bool
+geometry_fits (const struct store_geometry *g, const char *path,
+               server_error_fn error, uint64_t *size)
 {
-  struct file_store *fs;
-  struct store_file_hdr want;
-  struct stat st;
-  uint64_t size, pisize;
-  bool pi_exists, created = false, pi_created = false;
-  char size_s[STORE_FILE_SIZE_STR_MAX];
-  int e;
+  uint64_t pisize;
 
   if (g->format == NULL || g->interval == 0 || g->nblocks == 0
-      || __builtin_mul_overflow (g->nblocks, (uint64_t) g->interval, &size)
-      || size > INT64_MAX
+      || __builtin_mul_overflow (g->nblocks, (uint64_t) g->interval, size)
+      || *size > INT64_MAX
       || __builtin_mul_overflow (g->nblocks,
                                  (uint64_t) g->format->tuple_size, &pisize)
       || pisize > INT64_MAX - STORE_FILE_HDR_SIZE
       || strlen (g->format->name) >= STORE_FILE_HDR_FORMAT_MAX) {
     error ("file=%s: the disk geometry cannot be stored in a file", path);
     errno = EINVAL;
-    return NULL;
+    return false;
   }
+  return true;
+}
 
-  fs = calloc (1, sizeof *fs);
+/* A file store of geometry G at PATH with no file open yet, or NULL
+ * after reporting the error through ERROR. */
+static struct file_store *
+file_store_new (const struct store_geometry *g, const char *path,
+                server_error_fn error)
+{
+  struct file_store *fs = calloc (1, sizeof *fs);
+
   if (fs == NULL) {
     error ("file=%s: %s", path, strerror (errno));
     return NULL;
@@ -682,19 +689,30 @@ store_file_open (const struct store_geometry *g, const char *path,
   atomic_init (&fs->dsync_ok, true);
   fs->path = strdup (path);
   if (fs->path == NULL || asprintf (&fs->pi_path, "%s.pi", path) == -1) {
-    fs->pi_path = NULL;
-    error ("file=%s: %s", path, strerror (errno));
-    goto fail;
-  }
-  store_file_hdr_from_geometry (g, &want);
-  store_file_hdr_size_str (size, size_s);
+    int e = errno;
 
-  /* Which of the two files exist decides between create, adopt, reopen. */
-  pi_exists = access (fs->pi_path, F_OK) == 0;
+    error ("file=%s: %s", path, strerror (e));
+    free (fs->path);
+    free (fs);
+    errno = e;
+    return NULL;
+  }
+  return fs;
+}
+
+/* Open the data file of FS read-write into fs->data_fd.  If neither it
+ * nor PATH.pi (PI_EXISTS) exists, create it and set *CREATED; if it
+ * exists but cannot be written, open it read-only and set
+ * fs->s.read_only.  Reports errors. */
+static int
+open_data (struct file_store *fs, bool pi_exists, bool *created)
+{
+  const char *path = fs->path;
+
   fs->data_fd = open (path, O_RDWR | O_CLOEXEC);
   if (fs->data_fd == -1 && errno == ENOENT && !pi_exists) {
     fs->data_fd = open (path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    created = fs->data_fd >= 0;
+    *created = fs->data_fd >= 0;
   }
   if (fs->data_fd == -1 && open_read_only_instead (errno)) {
     int rw_errno = errno;
@@ -706,89 +724,118 @@ store_file_open (const struct store_geometry *g, const char *path,
   }
   if (fs->data_fd == -1) {
     if (errno == ENOENT && pi_exists)
-      error ("file=%s: %s exists but the data file %s does not; restore "
-             "it, or remove %s to start a new disk",
-             path, fs->pi_path, path, fs->pi_path);
+      fs->s.error ("file=%s: %s exists but the data file %s does not; "
+                   "restore it, or remove %s to start a new disk",
+                   path, fs->pi_path, path, fs->pi_path);
     else
-      error ("file=%s: opening %s: %s", path, path, strerror (errno));
-    goto fail;
+      fs->s.error ("file=%s: opening %s: %s", path, path, strerror (errno));
+    return -1;
   }
+  return 0;
+}
 
-  /* One server per pair of files: a second one would tear blocks.
-   * Read-only servers may share them. */
+/* Lock the data file of FS: one server per pair of files, since a
+ * second one would tear blocks (exclusive flock); read-only servers may
+ * share them (shared flock).  Reports errors. */
+static int
+lock_data (struct file_store *fs)
+{
+  const char *path = fs->path;
+
   if (flock (fs->data_fd, (fs->s.read_only ? LOCK_SH : LOCK_EX) | LOCK_NB)
       == -1) {
     if (errno == EWOULDBLOCK)
-      error ("file=%s: in use by another process (it holds a lock on %s)",
-             path, path);
+      fs->s.error ("file=%s: in use by another process (it holds a lock "
+                   "on %s)", path, path);
     else
-      error ("file=%s: locking %s: %s", path, path, strerror (errno));
-    goto fail;
+      fs->s.error ("file=%s: locking %s: %s", path, path, strerror (errno));
+    return -1;
   }
-  if (fstat (fs->data_fd, &st) == -1) {
-    error ("file=%s: %s", path, strerror (errno));
-    goto fail;
+  return 0;
+}
+
+/* The status of the data file of FS into *ST; -1 after reporting it if
+ * it is not a regular file (errno EINVAL) or fstat fails. */
+static int
+stat_data (struct file_store *fs, struct stat *st)
+{
+  if (fstat (fs->data_fd, st) == -1) {
+    fs->s.error ("file=%s: %s", fs->path, strerror (errno));
+    return -1;
   }
-  if (!S_ISREG (st.st_mode)) {
-    error ("file=%s: not a regular file", path);
+  if (!S_ISREG (st->st_mode)) {
+    fs->s.error ("file=%s: not a regular file", fs->path);
     errno = EINVAL;
-    goto fail;
+    return -1;
   }
+  return 0;
+}
 
-  if (pi_exists) {
-    if (open_pi (fs, &want, st.st_size) == -1)
-      goto fail;
-    return &fs->s;
-  }
+/* The data file of FS (DATA_SIZE bytes) has no PATH.pi: make the pair
+ * a disk of geometry WANT (SIZE bytes of data).  An empty data file is
+ * a new disk and grows to SIZE; a data file of exactly SIZE bytes is an
+ * existing raw image, adopted with all-ones PI (every block reads as
+ * escaped until written).  Anything else is probably a mistake, and no
+ * PATH.pi can be made beside a read-only data file.  Then PATH.pi is
+ * created; *PI_CREATED is set if a failure left it behind.  Reports
+ * errors. */
+static int
+adopt_or_create (struct file_store *fs, const struct store_file_hdr *want,
+                 uint64_t data_size, uint64_t size, bool *pi_created)
+{
+  const char *path = fs->path;
+  char size_s[STORE_FILE_SIZE_STR_MAX];
+  int e;
 
-  /* No PATH.pi, and none can be made beside a read-only PATH. */
   if (fs->s.read_only) {
-    error ("file=%s: %s cannot be opened for writing, and there is no %s "
-           "to serve it read-only with: a new disk, or an image adopted "
-           "as one, needs %s created once with write access",
-           path, path, fs->pi_path, fs->pi_path);
+    fs->s.error ("file=%s: %s cannot be opened for writing, and there is "
+                 "no %s to serve it read-only with: a new disk, or an "
+                 "image adopted as one, needs %s created once with write "
+                 "access", path, path, fs->pi_path, fs->pi_path);
     errno = EROFS;
-    goto fail;
+    return -1;
   }
-
-  /* No PATH.pi.  An empty PATH is a new disk; a PATH of exactly the
-   * disk's size is an existing raw image, adopted with all-ones PI
-   * (every block reads as escaped until written).  Anything else is
-   * probably a mistake. */
-  if (st.st_size != 0 && (uint64_t) st.st_size != size) {
+  store_file_hdr_size_str (size, size_s);
+  if (data_size != 0 && data_size != size) {
     char have_s[STORE_FILE_SIZE_STR_MAX];
 
-    store_file_hdr_size_str (st.st_size, have_s);
-    error ("file=%s: %s exists (%" PRIu64 " bytes) without %s, and "
-           "size=%s does not match it; give size=%s to use it as a disk "
-           "(its blocks read unchecked until written), or choose another "
-           "file", path, path, (uint64_t) st.st_size, fs->pi_path, size_s,
-           have_s);
+    store_file_hdr_size_str (data_size, have_s);
+    fs->s.error ("file=%s: %s exists (%" PRIu64 " bytes) without %s, and "
+                 "size=%s does not match it; give size=%s to use it as a "
+                 "disk (its blocks read unchecked until written), or "
+                 "choose another file", path, path, data_size, fs->pi_path,
+                 size_s, have_s);
     errno = EINVAL;
-    goto fail;
+    return -1;
   }
-  if (st.st_size == 0 && ftruncate (fs->data_fd, size) == -1) {
+  if (data_size == 0 && ftruncate (fs->data_fd, size) == -1) {
     e = errno;
-    error ("file=%s: making the data file size=%s (%" PRIu64 " bytes): "
-           "%s%s", path, size_s, size, strerror (e),
-           e == EFBIG ? " (larger than this filesystem's largest file)"
-           : "");
+    fs->s.error ("file=%s: making the data file size=%s (%" PRIu64
+                 " bytes): %s%s", path, size_s, size, strerror (e),
+                 e == EFBIG ? " (larger than this filesystem's largest "
+                 "file)" : "");
     errno = e;
-    goto fail;
+    return -1;
   }
-  if (create_pi (fs, &want) == -1) {
-    pi_created = fs->pi_fd >= 0;
-    goto fail;
+  if (create_pi (fs, want) == -1) {
+    *pi_created = fs->pi_fd >= 0;
+    return -1;
   }
-  return &fs->s;
+  return 0;
+}
 
- fail:
-  e = errno;
-  /* Leave nothing behind that this call created. */
+/* Free FS after a failed open, closing its files and removing those the
+ * open created (CREATED: the data file; PI_CREATED: PATH.pi).  Keeps
+ * errno. */
+static void
+file_store_discard (struct file_store *fs, bool created, bool pi_created)
+{
+  const int e = errno;
+
   if (pi_created)
     unlink (fs->pi_path);
   if (created)
-    unlink (path);
+    unlink (fs->path);
   if (fs->data_fd >= 0)
     close (fs->data_fd);
   if (fs->pi_fd >= 0)
@@ -797,5 +844,40 @@ store_file_open (const struct store_geometry *g, const char *path,
   free (fs->pi_path);
   free (fs);
   errno = e;
-  return NULL;
+}
+
+struct store *
+store_file_open (const struct store_geometry *g, const char *path,
+                 server_error_fn error)
+{
+  struct file_store *fs;
+  struct store_file_hdr want;
+  struct stat st;
+  uint64_t size;
+  bool pi_exists, created = false, pi_created = false;
+  int r;
+
+  if (!geometry_fits (g, path, error, &size))
+    return NULL;
+  fs = file_store_new (g, path, error);
+  if (fs == NULL)
+    return NULL;
+  store_file_hdr_from_geometry (g, &want);
+
+  /* Which of the two files exist decides between create, adopt, reopen. */
+  pi_exists = access (fs->pi_path, F_OK) == 0;
+  if (open_data (fs, pi_exists, &created) == -1 || lock_data (fs) == -1 ||
+      stat_data (fs, &st) == -1) {
+    file_store_discard (fs, created, false);
+    return NULL;
+  }
+  if (pi_exists)
+    r = open_pi (fs, &want, st.st_size);
+  else
+    r = adopt_or_create (fs, &want, st.st_size, size, &pi_created);
+  if (r == -1) {
+    file_store_discard (fs, created, pi_created);
+    return NULL;
+  }
+  return &fs->s;
 }
