@@ -20,6 +20,10 @@
  * than CTL_OUT_HIGH is far below it); beyond, it is dropped. */
 #define CTL_OUT_MAX (4 * 1024 * 1024)
 
+/* The first allocation of a connection's output buffer (it doubles as
+ * replies need). */
+#define CTL_OUT_FIRST 4096
+
 /* An output buffer larger than this is freed once it is empty. */
 #define CTL_OUT_KEEP (64 * 1024)
 

@@ -26,6 +26,15 @@
 /* Most tokens a request has (verb + arguments); one more is "too many". */
 #define MAX_TOKENS 4
 
+/* Most bytes of a request's token an error reply echoes ("..." follows
+ * if there are more), and a buffer that holds them rendered by
+ * printable: each byte at most 4 ("\xNN"), then "..." and the NUL. */
+#define ECHO_MAX 64
+#define ECHO_SIZE (ECHO_MAX * 4 + 16)
+
+/* Room for the names a reply lists (verbs, inject kinds). */
+#define NAMES_SIZE 128
+
 /* A request split into tokens (pointers into a private copy). */
 struct request {
   char *copy;                   /* the line, with NULs between tokens */
@@ -45,7 +54,8 @@ struct verb {
 
 /* ---- replies ---- */
 
-/* Write a printable rendering of S (at most 64 bytes of it) into BUF:
+/* Write a printable rendering of S (at most ECHO_MAX bytes of it) into
+ * BUF (LEN bytes, at least ECHO_SIZE for all of them):
  * control, non-ASCII and quote characters as \xNN, so error messages
  * that echo input are valid UTF-8 and readable. */
 static void
@@ -56,7 +66,7 @@ printable (const char *s, char *buf, size_t len)
   for (i = 0; s[i] != '\0' && o + 8 < len; i++) {
     unsigned char ch = s[i];
 
-    if (i == 64) {
+    if (i == ECHO_MAX) {
       o += snprintf (buf + o, len - o, "...");
       break;
     }
@@ -66,6 +76,16 @@ printable (const char *s, char *buf, size_t len)
       o += snprintf (buf + o, len - o, "\\x%02x", ch);
   }
   buf[o] = '\0';
+}
+
+/* Append NAME to the list in BUF (LEN bytes, a string), after ", "
+ * unless the list is empty; cut short if BUF is full. */
+static void
+append_name (char *buf, size_t len, const char *name)
+{
+  size_t used = strlen (buf);
+
+  snprintf (buf + used, len - used, "%s%s", used ? ", " : "", name);
 }
 
 /* {"ok":false,"error":MESSAGE}.  NULL on ENOMEM. */
@@ -308,7 +328,7 @@ verb_events (struct disk *d, const struct request *r)
   uint64_t since = 0, next, newest, missed = 0;
   struct stats_event *ev;
   size_t n, i, max;
-  char why[64], arg[300];
+  char why[64], arg[ECHO_SIZE];
   json_t *reply, *arr;
 
   if (r->ntok == 2 && parse_u64 (r->tok[1], &since, why, sizeof why) == -1) {
@@ -386,7 +406,7 @@ verb_inject (struct disk *d, const struct request *r)
 {
   const struct pi_format *f = d->pi.format;
   enum disk_inject_kind kind;
-  char why[64], arg[300];
+  char why[64], arg[ECHO_SIZE];
   uint64_t lba;
   size_t i;
   json_t *reply;
@@ -395,9 +415,12 @@ verb_inject (struct disk *d, const struct request *r)
     if (strcmp (r->tok[1], inject_names[i]) == 0)
       break;
   if (i == sizeof inject_names / sizeof inject_names[0]) {
+    char kinds[NAMES_SIZE] = "";
+
+    for (i = 0; i < sizeof inject_names / sizeof inject_names[0]; i++)
+      append_name (kinds, sizeof kinds, inject_names[i]);
     printable (r->tok[1], arg, sizeof arg);
-    return error_reply ("inject: unknown kind '%s' "
-                        "(kinds: data, guard, app, ref)", arg);
+    return error_reply ("inject: unknown kind '%s' (kinds: %s)", arg, kinds);
   }
   kind = i;
 
@@ -525,7 +548,7 @@ static json_t *
 handle (struct disk *d, const char *line)
 {
   struct request r;
-  char arg[300];
+  char arg[ECHO_SIZE], names[NAMES_SIZE];
   json_t *reply;
   size_t i, nargs;
 
@@ -540,9 +563,11 @@ handle (struct disk *d, const char *line)
     if (strcmp (r.tok[0], verbs[i].name) == 0)
       break;
   if (i == NVERBS) {
+    names[0] = '\0';
+    for (i = 0; i < NVERBS; i++)
+      append_name (names, sizeof names, verbs[i].name);
     printable (r.tok[0], arg, sizeof arg);
-    reply = error_reply ("unknown verb '%s' (verbs: profile, counters, "
-                         "events, reset, inject, help)", arg);
+    reply = error_reply ("unknown verb '%s' (verbs: %s)", arg, names);
     goto out;
   }
   nargs = r.ntok - 1;

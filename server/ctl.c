@@ -76,7 +76,7 @@ struct ctl {
 int
 ctl_default_path (char *buf, size_t len, long pid)
 {
-  char dir[4096];
+  char dir[PATH_MAX];
   int n;
 
   if (ctl_path_default_dir (dir, sizeof dir, NULL) == -1)
@@ -319,7 +319,7 @@ queue_reply (struct ctl_client *cl, const char *reply, size_t len)
   if (need > CTL_OUT_MAX)
     return -1;
   if (need > cl->outcap) {
-    size_t cap = cl->outcap ? cl->outcap : 4096;
+    size_t cap = cl->outcap ? cl->outcap : CTL_OUT_FIRST;
     char *p;
 
     while (cap < need)

@@ -553,6 +553,9 @@ START_TEST (test_bad_requests)
   expect_error ("\t \t", "empty");
   expect_error ("\r", "empty");
   expect_error ("frobnicate", "unknown verb 'frobnicate'");
+  expect_error ("frobnicate", "(verbs: profile, counters, events, reset, "
+                "inject, help)");
+  expect_error ("inject bogus 1", "(kinds: data, guard, app, ref)");
   expect_error ("PROFILE", "unknown verb");
   expect_error ("{\"verb\":\"profile\"}", "unknown verb");
   for (i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
@@ -607,6 +610,9 @@ START_TEST (test_long_tokens)
   e = ask_error (line);
   ck_assert_msg (strlen (e) < 300, "error echoes too much: %zu bytes",
                  strlen (e));
+  /* Exactly the first 64 bytes, then "...". */
+  ck_assert_msg (strstr (e, "'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+                         "AAAAAAAAAAAA...'") != NULL, "error: %s", e);
   free (e);
   memcpy (line, "events ", 7);
   memset (line + 7, '9', CTL_LINE_MAX - 7);
