@@ -25,7 +25,7 @@
 #include "crc64.h"
 #include "pi.h"
 
-/* The formats of DESIGN.md §2.  Index 0 is "none". */
+/* The formats (stabledif(7), PI FORMATS).  Index 0 is "none". */
 static const struct pi_format pi_formats[] = {
   { "none",                PI_TYPE_NONE, PI_GUARD_NONE,  0,  0, false },
   { "T10-DIF-TYPE1-CRC",   PI_TYPE_1,    PI_GUARD_CRC16, 8,  32, false },

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: protection-information formats (T10 DIF/DIX, NVMe PI).
  *
- * This file knows the PI formats of DESIGN.md §2: how a tuple is laid out,
- * how the guard is computed, which blocks escape checking, and how to
- * generate and verify one block or a buffer of blocks.  It does no I/O and
- * keeps no state: every function is a pure function of its arguments.
+ * This file knows the PI formats (stabledif(7), PI FORMATS): how a tuple
+ * is laid out, how the guard is computed, which blocks escape checking,
+ * and how to generate and verify one block or a buffer of blocks.  It
+ * does no I/O and keeps no state: every function is a pure function of
+ * its arguments.
  *
  * Two buffer layouts are supported, named as in the kernel:
  *  - extended ("DIF"): each interval of data is followed by its tuple;
@@ -79,8 +80,8 @@ struct pi_tuple {
   uint64_t ref;                 /* 32- or 48-bit reference tag */
 };
 
-/* Encode/decode one tuple (big-endian, DESIGN §2 layout) at P, which holds
- * f->tuple_size bytes. */
+/* Encode/decode one tuple (big-endian: guard, app tag, ref tag) at P,
+ * which holds f->tuple_size bytes. */
 void pi_tuple_encode (const struct pi_format *f, const struct pi_tuple *t,
                       uint8_t *p);
 void pi_tuple_decode (const struct pi_format *f, const uint8_t *p,

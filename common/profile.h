@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: the device profile and its one-line text form (DESIGN §3).
+/* stabledif: the device profile and its one-line text form
+ * (stabledif(7), PROFILE).
  *
  *   stabledif/1 view=dif format=T10-DIF-TYPE1-CRC interval=512 tuple=8 stable_writes=1
  *
@@ -23,7 +24,7 @@
 /* The largest profile line format writes, including the NUL. */
 #define PROFILE_LINE_MAX 256
 
-/* Which view of the disk an export is (DESIGN §4). */
+/* Which view of the disk an export is (stabledif(7), VIEWS). */
 enum profile_view {
   PROFILE_VIEW_DATA = 0,        /* plain data, "" or "data" */
   PROFILE_VIEW_DIF = 1,         /* extended blocks, "dif" */

@@ -110,7 +110,7 @@ put_be (uint8_t *p, unsigned bytes, uint64_t v)
   }
 }
 
-/* Where the fields of a tuple are (DESIGN §2). */
+/* Where the fields of a tuple are (stabledif(7), PI FORMATS). */
 struct fuzz_layout {
   unsigned guard_at;            /* offset of the guard */
   unsigned guard_len;           /* its bytes: 2 or 8 */

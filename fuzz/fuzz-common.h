@@ -5,8 +5,9 @@
  * every input is a valid program), the device configurations the targets
  * choose from with one input byte, a builder of extended blocks steered
  * by the input (valid, escaped, corrupted or raw PI), and a reference PI
- * check written independently of common/pi.c from DESIGN §2, against
- * which the code under test is compared.
+ * check written independently of common/pi.c from the layout in
+ * stabledif(7) PI FORMATS, against which the code under test is
+ * compared.
  *
  * Every check failure calls fuzz_fail, which prints what went wrong and
  * aborts: that is what libFuzzer and the replay driver report.
@@ -72,7 +73,7 @@ void fuzz_build_ext (const struct pi_params *p, struct fuzz_input *in,
                      uint8_t *ext, uint64_t nblocks, uint64_t lba);
 
 /* The reference check of one block: DATA (p->interval bytes) against
- * the tuple at TUPLE for LBA, per DESIGN §2.  Returns the first failing
+ * the tuple at TUPLE for LBA, per stabledif(7) PI FORMATS.  Returns the first failing
  * check (guard, app, ref) with the wanted and found values in *EXPECTED
  * and *ACTUAL, or PI_CHECK_OK; *ESCAPED says whether the block escaped
  * checking.  Format none always passes. */

@@ -31,7 +31,7 @@
 #include "pi.h"
 #include "profile.h"
 
-/* The default format and size (DESIGN §2, issue 2). */
+/* The default format and size (nbdkit-stabledif-plugin(1)). */
 #define DEFAULT_FORMAT "T10-DIF-TYPE1-CRC"
 #define DEFAULT_SIZE (UINT64_C (1) << 30)
 

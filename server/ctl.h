@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: the control socket (DESIGN §6).
+/* stabledif: the control socket (stabledif-ctl(1), PROTOCOL).
  *
  * A Unix stream socket, mode 0600, in a directory only its user (or
  * root) can write (ctl-path.h): one request line in, one JSON reply

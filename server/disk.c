@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: the emulated disk and its two views (see disk.h, DESIGN §4).
+/* stabledif: the emulated disk and its two views (see disk.h).
  *
  * data view: plain bytes.  Whole intervals of a write get PI generated
  * from the caller's buffer and are stored as they are; partial intervals

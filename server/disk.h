@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: the emulated disk and its two views (DESIGN §4).
+/* stabledif: the emulated disk and its two views (stabledif(7), VIEWS;
+ * nbdkit-stabledif-plugin(1)).
  *
  * One disk holds data + PI in a store; the "data" view reads and writes
  * plain data (the device inserts PI on write, verifies it on read), the

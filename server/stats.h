@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: counters and the event ring (DESIGN §6).
+/* stabledif: counters and the event ring (nbdkit-stabledif-plugin(1),
+ * COUNTERS).
  *
  * Counters are 64-bit atomics, updated without locks on the I/O path.
  * Events record the most recent failures in a ring (mutex-protected: they

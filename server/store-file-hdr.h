@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: the geometry header of the file store's PATH.pi (DESIGN §5).
+/* stabledif: the geometry header of the file store's PATH.pi.
  *
  * PATH.pi starts with a small text header that records the shape of the
  * disk the files hold, so that reopening them with other parameters is

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: file storage (DESIGN §5).
+/* stabledif: file storage (nbdkit-stabledif-plugin(1), FILE STORAGE).
  *
  * PATH holds the raw data, block LBA at byte LBA * interval, so PATH is a
  * plain disk image any tool can read.  PATH.pi starts with a text header

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: storage backends (DESIGN §5).
+/* stabledif: storage backends (nbdkit-stabledif-plugin(1)).
  *
  * A store keeps the data and the PI tuples of every block of one disk.  It
  * is a function table with one implementation per backend (memory, file),
@@ -117,7 +117,7 @@ struct store {
 struct store *store_memory_open (const struct store_geometry *g,
                                  server_error_fn error);
 
-/* File: raw data in PATH, tuples in PATH.pi (DESIGN §5).  Creates the
+/* File: raw data in PATH, tuples in PATH.pi (store-file.c).  Creates the
  * files, or reopens them if their recorded geometry matches G; anything
  * else is an error that says what differs.  Existing files that cannot
  * be opened for writing (permissions, a read-only filesystem) give a

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: the bad-input matrix of libstabledif (issue 7).
+/* stabledif: the bad-input matrix of libstabledif.
  *
  *   test-bad-input-lib URI
  *

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the bad-input matrix of NBD requests and control socket
-# lines (issue 7).  Run by test-bad-input.sh inside nbdsh, after the
+# lines.  Run by test-bad-input.sh inside nbdsh, after the
 # prelude of functions.sh (connect, Disk, expect_error, the CRCs).
 #
 # Every row of the tables below is one bad input and what it must get:

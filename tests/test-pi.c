@@ -2,9 +2,9 @@
 /* stabledif: unit tests for common/pi (PI formats, tuples, generate and
  * verify).
  *
- * Expected tuples are built here byte by byte from the DESIGN §2 layout,
- * not with pi_tuple_encode, so that a wrong layout cannot hide behind a
- * matching encoder and decoder.
+ * Expected tuples are built here byte by byte from the layout of
+ * stabledif(7) PI FORMATS, not with pi_tuple_encode, so that a wrong
+ * layout cannot hide behind a matching encoder and decoder.
  */
 
 #include <config.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libstabledif: connecting to the dif view and reading the device profile
- * (DESIGN §3, §4).
+ * (stabledif(7), VIEWS and PROFILE).
  *
  * The URI's export name is used; an empty one becomes "dif" (option
  * mode lets us change it after libnbd parsed the URI).  The export

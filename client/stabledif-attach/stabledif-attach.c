@@ -8,7 +8,7 @@
  *   stabledif-attach -d /dev/nbdN
  *
  * The handshake is libnbd's (it reads the export description, i.e. the
- * device profile, DESIGN §3); the negotiated socket is then given to the
+ * device profile, stabledif(7) PROFILE); the negotiated socket is then given to the
  * kernel over netlink (knbd.c).  See man/stabledif-attach.pod.
  */
 #include <config.h>

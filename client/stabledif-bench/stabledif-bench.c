@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif-bench: what stable pages cost, per policy (DESIGN §8,
- * stabledif-bench(1)).  See stabledif-bench.h for the parts. */
+/* stabledif-bench: what stable pages cost, per policy
+ * (stabledif-bench(1)).  See stabledif-bench.h for the parts. */
 #include <config.h>
 
 #include <inttypes.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif-bench: a page-cache model on libstabledif (DESIGN §8).
+/* stabledif-bench: a page-cache model on libstabledif
+ * (stabledif-bench(1)).
  *
  * Writer threads dirty the pages of a hot working set; before changing a
  * page they call stabledif_wait_stable on it, which is where a stable-page

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif-ctl: look at and poke a running stabledif device through its
- * control socket (DESIGN §6, man page stabledif-ctl(1)).
+ * control socket (stabledif-ctl(1)).
  *
  * Every command sends one or more request lines and turns the JSON
  * replies into tables (or prints them raw with --json, error replies

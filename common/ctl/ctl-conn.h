@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* stabledif: the client side of the control socket (DESIGN §6).
+/* stabledif: the client side of the control socket (stabledif-ctl(1),
+ * PROTOCOL).
  *
  * Connect to a device's control socket (given, or found by itself), send
  * one request line, read one JSON reply line.  Used by stabledif-ctl; a
