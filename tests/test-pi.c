@@ -1057,6 +1057,97 @@ buffer_case (const char *name, bool ext)
   free (pi);
 }
 
+/* The 48-bit ref tag of the CRC-64 Type 1 format: a ref tag that differs
+ * from the LBA's only in bits 32..47 (right low 32 bits) fails the ref
+ * check, for one block and in buffers whose LBAs cross 2^32. */
+START_TEST (test_verify_ref_48_bits)
+{
+  static const uint64_t lbas[] = {
+    UINT64_C (0x100000005), UINT64_C (0x100000000), UINT64_C (0xabcd00000007),
+    UINT64_C (0xfffffffffffe), UINT64_C (0x1000100000005),
+  };
+  const uint64_t mask48 = UINT64_C (0xffffffffffff), bit32 = UINT64_C (1) << 32;
+  const char *name = "EXT-DIF-TYPE1-CRC64";
+  struct block b;
+  struct pi_error e;
+  bool esc;
+  size_t i;
+
+  for (i = 0; i < sizeof lbas / sizeof lbas[0]; i++) {
+    const uint64_t want = lbas[i] & mask48, wrong = want ^ bit32;
+
+    make_block (&b, name, lbas[i], 0);
+    ck_assert (b.ref == want);
+    ck_assert_int_eq (verify (&b, &esc, &e), PI_CHECK_OK);
+    ck_assert (pi_ref_for_lba (b.p.format, lbas[i]) == want);
+    /* The ref of LBA - 2^32 (or + 2^32): same low 32 bits. */
+    hand_tuple (b.p.format, b.tuple, b.guard, 0, wrong);
+    ck_assert_int_eq (verify (&b, &esc, &e), PI_CHECK_REF);
+    ck_assert (!esc);
+    ck_assert (e.expected == want);
+    ck_assert (e.actual == wrong);
+    ck_assert (e.lba == lbas[i]);
+  }
+  /* LBA 5 with the ref of 2^32 + 5. */
+  make_block (&b, name, 5, 0);
+  hand_tuple (b.p.format, b.tuple, b.guard, 0, bit32 + 5);
+  ck_assert_int_eq (verify (&b, &esc, &e), PI_CHECK_REF);
+  ck_assert (e.expected == 5 && e.actual == bit32 + 5);
+}
+END_TEST
+
+/* Buffers of 20 blocks from LBA 2^32 - 10, generated and verified in
+ * both layouts: each generated ref tag is its LBA's 48 bits; a block
+ * whose ref is its LBA - 2^32 fails, once, named by its LBA. */
+START_TEST (test_verify_ref_48_bits_buffers)
+{
+  const struct pi_params p = params ("EXT-DIF-TYPE1-CRC64", 4096);
+  const uint64_t lba0 = (UINT64_C (1) << 32) - 10, n = 20;
+  const size_t es = pi_ext_size (&p), ts = p.format->tuple_size;
+  uint8_t *buf = malloc (n * es), *data = malloc (n * p.interval);
+  uint8_t *pi = malloc (n * ts);
+  struct seen seen = { 0 };
+  struct pi_tuple t;
+  uint64_t i, bad;
+
+  ck_assert (buf && data && pi);
+  rng_fill (data, n * p.interval);
+  pi_generate_sep (&p, data, pi, n, lba0);
+  pi_join_ext (&p, data, pi, buf, n);
+  for (i = 0; i < n; i++) {
+    pi_tuple_decode (p.format, pi + i * ts, &t);
+    ck_assert (t.ref == lba0 + i);
+  }
+  ck_assert_uint_eq (pi_verify_ext (&p, buf, n, lba0, NULL, record, &seen),
+                     0);
+  ck_assert_uint_eq (pi_verify_sep (&p, data, pi, n, lba0, NULL, record,
+                                    &seen), 0);
+  for (bad = 9; bad < n; bad += 10) {   /* before 2^32, then after */
+    uint8_t *tp = pi + bad * ts;
+
+    pi_tuple_decode (p.format, tp, &t);
+    t.ref ^= UINT64_C (1) << 32;
+    pi_tuple_encode (p.format, &t, tp);
+    pi_join_ext (&p, data, pi, buf, n);
+    seen.n = 0;
+    ck_assert_uint_eq (pi_verify_ext (&p, buf, n, lba0, NULL, record, &seen),
+                       1);
+    ck_assert_uint_eq (pi_verify_sep (&p, data, pi, n, lba0, NULL, record,
+                                      &seen), 1);
+    for (i = 0; i < 2; i++) {
+      ck_assert_int_eq (seen.err[i].check, PI_CHECK_REF);
+      ck_assert (seen.err[i].lba == lba0 + bad);
+      ck_assert (seen.err[i].index == bad);
+    }
+    t.ref ^= UINT64_C (1) << 32;          /* put it back */
+    pi_tuple_encode (p.format, &t, tp);
+  }
+  free (buf);
+  free (data);
+  free (pi);
+}
+END_TEST
+
 START_TEST (test_verify_ext_buffer)
 {
   size_t i;
@@ -1446,6 +1537,8 @@ pi_suite (void)
   tc = tcase_create ("buffers");
   tcase_add_test (tc, test_verify_ext_buffer);
   tcase_add_test (tc, test_verify_sep_buffer);
+  tcase_add_test (tc, test_verify_ref_48_bits);
+  tcase_add_test (tc, test_verify_ref_48_bits_buffers);
   tcase_add_test (tc, test_intervals_round_trip);
   tcase_add_test (tc, test_verify_batches);
   tcase_add_test (tc, test_split_join);

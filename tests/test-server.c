@@ -28,6 +28,7 @@
 #include "pi.h"
 #include "ro-path.h"
 #include "test-alloc-fail.h"
+#include "test-sync-wrap.h"
 #include "test-tmpdir.h"
 
 /* ---- helpers ---- */
@@ -1604,6 +1605,267 @@ START_TEST (flush_counted)
 }
 END_TEST
 
+/* ---- durability: flush and FUA on the file store ---- */
+
+/* Open case I with NBLOCKS blocks on a file store in a new directory DIR
+ * (DIRLEN bytes) and start tracking its files (test-sync-wrap.h). */
+static struct disk *
+open_tracked (int i, uint64_t nblocks, char *dir, size_t dirlen)
+{
+  struct disk *d = open_file_case (i, nblocks, dir, dirlen);
+  char path[300];
+
+  snprintf (path, sizeof path, "%s/disk", dir);
+  sync_track_start (path);
+  return d;
+}
+
+/* Whether case I keeps PI in PATH.pi. */
+static bool
+has_pi_file (int i)
+{
+  return i < NR_PI_CASES;
+}
+
+/* Neither file of the store has a byte written and not yet durable. */
+static void
+expect_durable (const char *what)
+{
+  ck_assert_msg (!sync_dirty (SYNC_DATA), "%s: data file not synced", what);
+  ck_assert_msg (!sync_dirty (SYNC_PI), "%s: PI file not synced", what);
+}
+
+/* flush syncs PATH and PATH.pi; a sync that fails fails the flush with
+ * EIO and one error naming the file. */
+START_TEST (flush_syncs_both_files)
+{
+  char dir[256], path[300];
+  struct disk *d = open_tracked (_i, 64, dir, sizeof dir);
+  uint8_t *buf = xmalloc (8 * IV (d));
+  int f;
+
+  fill (buf, 8 * IV (d), 5);
+  must_write (d, &io_data, buf, 0, 8 * IV (d));
+  ck_assert (sync_dirty (SYNC_DATA));
+  ck_assert (sync_dirty (SYNC_PI) == has_pi_file (_i));
+  ck_assert_int_eq (disk_flush (d, &io_data), 0);
+  ck_assert_uint_ge (sync_track.syncs[SYNC_DATA], 1);
+  ck_assert_uint_ge (sync_track.syncs[SYNC_PI], has_pi_file (_i));
+  expect_durable ("flush");
+
+  for (f = 0; f < (has_pi_file (_i) ? SYNC_NFILES : 1); f++) {
+    must_write (d, &io_data, buf, 0, IV (d));
+    sync_track.fail = f;
+    errors_reset ();
+    ck_assert_int_eq (disk_flush (d, &io_dif), -1);
+    ck_assert_int_eq (errno, EIO);
+    snprintf (path, sizeof path, "%s/disk%s: ", dir, f == SYNC_PI ? ".pi" : "");
+    expect_one_error ("flushing", path, "Input/output error", NULL);
+    sync_track.fail = -1;
+    ck_assert_int_eq (disk_flush (d, &io_dif), 0);
+  }
+  sync_track_stop ();
+  free (buf);
+  disk_close (d);
+  remove_dir (dir);
+}
+END_TEST
+
+/* One request of the FUA tests: a write or a zero of COUNT bytes at
+ * OFFSET on VIEW (data: in blocks of the data view; dif: extended). */
+struct fua_req {
+  const char *name;             /* for messages */
+  bool zero;                    /* zero instead of write */
+  bool dif;                     /* on the dif view */
+  uint64_t head, blocks, tail;  /* bytes before the first whole block
+                                   (0: none; taken from the end of the
+                                   block before it), whole blocks, bytes
+                                   of a partial last block */
+};
+
+static const struct fua_req fua_reqs[] = {
+  { "whole blocks", false, false, 0, 4, 0 },
+  { "head + whole", false, false, 100, 3, 0 },
+  { "whole + tail", false, false, 0, 3, 100 },
+  { "head + whole + tail", false, false, 100, 3, 100 },
+  { "head + tail", false, false, 100, 0, 100 },
+  { "zero whole blocks", true, false, 0, 4, 0 },
+  { "zero head + whole", true, false, 100, 3, 0 },
+  { "zero whole + tail", true, false, 0, 3, 100 },
+  { "zero head + whole + tail", true, false, 100, 3, 100 },
+  { "dif write", false, true, 0, 4, 0 },
+  { "dif zero", true, true, 0, 4, 0 },
+};
+#define NR_FUA_REQS ((int) (sizeof fua_reqs / sizeof fua_reqs[0]))
+
+/* Make request R on D (blocks from LBA 4 on), with FUA or without. */
+static int
+fua_do (struct disk *d, const struct fua_req *r, bool fua)
+{
+  const uint64_t bs = r->dif ? EXT (d) : IV (d);
+  const struct disk_io *io = r->dif ? &io_dif : &io_data;
+  const uint64_t offset = 4 * bs - r->head;
+  const uint64_t count = r->head + r->blocks * bs + r->tail;
+  uint8_t *buf;
+  int ret;
+
+  if (r->zero)
+    return disk_zero (d, io, count, offset, fua);
+  buf = r->dif ? make_ext (d, 4, r->blocks, 9) : xmalloc (count);
+  if (!r->dif)
+    fill (buf, count, 9);
+  ret = disk_pwrite (d, io, buf, count, offset, fua);
+  free (buf);
+  return ret;
+}
+
+/* A write or zero with FUA, of one piece or of several (partial head,
+ * whole blocks, partial tail: several store calls), is durable in both
+ * files when it returns: every byte it wrote was synced after it was
+ * written, with RWF_DSYNC writes and without (fdatasync).  Without FUA
+ * the same request leaves bytes to sync, so the test sees the writes. */
+START_TEST (fua_durable_when_done)
+{
+  const int c = _i % 2 == 0 ? 0 : 6;  /* CRC-16/512 and CRC-64/4096 */
+  const struct fua_req *r = &fua_reqs[_i / 2];
+  char dir[256], what[128];
+  struct disk *d = open_tracked (c, 64, dir, sizeof dir);
+  uint8_t *old = xmalloc (16 * IV (d));
+  int rwf;
+
+  for (rwf = 1; rwf >= 0; rwf--) {
+    snprintf (what, sizeof what, "%s FUA, %s", r->name,
+              rwf ? "RWF_DSYNC" : "fdatasync");
+    /* Something stored to merge with and to zero. */
+    fill (old, 16 * IV (d), 3);
+    must_write (d, &io_data, old, 0, 16 * IV (d));
+    ck_assert_int_eq (disk_flush (d, &io_data), 0);
+    sync_track.no_rwf_dsync = !rwf;
+    sync_track_zero ();
+    errors_reset ();
+    ck_assert_msg (fua_do (d, r, true) == 0, "%s: %s", what, last_error);
+    ck_assert_msg (sync_track.writes[SYNC_DATA] > 0, "%s: no data written",
+                   what);
+    expect_durable (what);
+    if (!rwf) {
+      ck_assert_uint_ge (sync_track.syncs[SYNC_DATA], 1);
+      ck_assert_uint_ge (sync_track.syncs[SYNC_PI], 1);
+    }
+    ck_assert_int_eq (disk_flush (d, &io_data), 0);
+    sync_track_zero ();
+    ck_assert_int_eq (fua_do (d, r, false), 0);
+    ck_assert_msg (sync_dirty (SYNC_DATA) || sync_dirty (SYNC_PI),
+                   "%s: without FUA nothing is left to sync", what);
+  }
+  sync_track_stop ();
+  free (old);
+  disk_close (d);
+  remove_dir (dir);
+}
+END_TEST
+
+/* A write with FUA whose sync fails fails with EIO and one error naming
+ * the file, whether the store syncs with RWF_DSYNC or fdatasync. */
+START_TEST (fua_sync_failure)
+{
+  char dir[256], path[300];
+  struct disk *d = open_tracked (_i, 64, dir, sizeof dir);
+  uint8_t *buf = xmalloc (4 * IV (d));
+  int f, rwf;
+
+  fill (buf, 4 * IV (d), 7);
+  for (rwf = 0; rwf < 2; rwf++)
+    for (f = 0; f < SYNC_NFILES; f++) {
+      sync_track.no_rwf_dsync = !rwf;
+      sync_track.fail = f;
+      errors_reset ();
+      ck_assert_int_eq (disk_pwrite (d, &io_data, buf, 4 * IV (d) - 9,
+                                     IV (d) + 9, true), -1);
+      ck_assert_int_eq (errno, EIO);
+      snprintf (path, sizeof path, "%s/disk%s", dir,
+                f == SYNC_PI ? ".pi" : "");
+      ck_assert_msg (strstr (last_error, path) != NULL,
+                     "error \"%s\" does not name %s", last_error, path);
+      ck_assert_msg (strstr (last_error, "Input/output error") != NULL,
+                     "error \"%s\" does not say EIO", last_error);
+      ck_assert_int_eq (nr_errors, 1);
+    }
+  sync_track_stop ();
+  free (buf);
+  disk_close (d);
+  remove_dir (dir);
+}
+END_TEST
+
+/* ---- a corrupt last block ---- */
+
+/* A data view read of N blocks from LBA 0 whose last block only is
+ * corrupt (shape: whole blocks, a partial tail, a partial head) fails
+ * with EIO, one error and one event naming exactly that LBA. */
+static void
+last_block_corrupt (struct disk *d, uint64_t n)
+{
+  const uint64_t iv = IV (d), last = n - 1;
+  const struct {
+    uint64_t offset, count;
+  } shapes[] = {
+    { 0, n * iv },              /* whole blocks */
+    { 0, last * iv + 5 },       /* ... ending in a partial tail */
+    { 7, n * iv - 7 },          /* a partial head, whole blocks */
+    { 7, last * iv - 7 + 5 },   /* partial head and tail */
+  };
+  uint8_t *w = xmalloc (n * iv), *buf = xmalloc (n * iv);
+  struct stats_event ev[4];
+  char lbatext[64], of[64];
+  uint64_t since;
+  size_t k;
+
+  fill (w, n * iv, 21);
+  must_write (d, &io_data, w, 0, n * iv);
+  ck_assert_int_eq (disk_inject (d, DISK_INJECT_GUARD, last), 0);
+  snprintf (lbatext, sizeof lbatext, "LBA %" PRIu64 " fails the guard",
+            last);
+  snprintf (of, sizeof of, "1 of %" PRIu64 " blocks failed", n);
+  for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    if (shapes[k].count <= iv)
+      continue;                 /* not several blocks */
+    since = d->stats.next_seq - 1;
+    errors_reset ();
+    ck_assert_msg (disk_pread (d, &io_data, buf, shapes[k].count,
+                               shapes[k].offset) == -1,
+                   "%" PRIu64 " blocks, shape %zu: corrupt LBA %" PRIu64
+                   " read", n, k, last);
+    ck_assert_int_eq (errno, EIO);
+    expect_one_error ("data view read", lbatext, of, NULL);
+    ck_assert_uint_eq (stats_events_since (&d->stats, since, ev, 4), 1);
+    ck_assert_uint_eq (ev[0].lba, last);
+    ck_assert_int_eq (ev[0].check, PI_CHECK_GUARD);
+    /* Without the last block it reads. */
+    free (must_read (d, &io_data, shapes[k].offset,
+                     last * iv - shapes[k].offset));
+  }
+  free (w);
+  free (buf);
+}
+
+START_TEST (data_read_last_block_corrupt)
+{
+  static const uint64_t ns[] = { 2, 3, 16, 17, 33 };
+  struct disk *mem, *file;
+  char dir[256];
+  size_t k;
+
+  open_both_stores (_i, 40, &mem, &file, dir, sizeof dir);
+  for (k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+    last_block_corrupt (mem, ns[k]);
+    last_block_corrupt (file, ns[k]);
+  }
+  disk_close (mem);
+  disk_close (file);
+  remove_dir (dir);
+}
+END_TEST
+
 /* ---- configuration ---- */
 
 START_TEST (config_errors)
@@ -2057,6 +2319,13 @@ server_suite (void)
   tcase_add_loop_test (tc, format_none_views, 0, 2);
   tcase_add_test (tc, extents);
   tcase_add_test (tc, flush_counted);
+  suite_add_tcase (s, tc);
+
+  tc = tcase_create ("durability");
+  tcase_add_loop_test (tc, flush_syncs_both_files, 0, NR_CASES);
+  tcase_add_loop_test (tc, fua_durable_when_done, 0, 2 * NR_FUA_REQS);
+  tcase_add_loop_test (tc, fua_sync_failure, 0, NR_PI_CASES);
+  tcase_add_loop_test (tc, data_read_last_block_corrupt, 0, NR_PI_CASES);
   suite_add_tcase (s, tc);
 
   tc = tcase_create ("inject");
