@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -52,6 +53,9 @@ static struct {
   bool ctl_off;                 /* ctl=none: no control socket */
   struct ctl *ctl;              /* the control socket: bound in .get_ready,
                                    served from .after_fork */
+  bool ctl_handed_over;         /* this process forked after binding it:
+                                   the child serves it, the file is the
+                                   child's to remove */
   struct disk *disk;            /* the disk, from .get_ready on */
   char profile_line[STATS_VIEW_COUNT][PROFILE_LINE_MAX];
                                 /* each view's profile line, the export
@@ -60,6 +64,8 @@ static struct {
   .cfg = {
     .size = DEFAULT_SIZE,
     .interval = 512,
+    .log_burst = DISK_PI_LOG_BURST,
+    .log_interval = DISK_PI_LOG_INTERVAL_S,
   },
 };
 
@@ -198,6 +204,43 @@ parse_app_tag (const char *value)
   return 0;
 }
 
+/* The form log-limit= wants, for its messages. */
+#define LOG_LIMIT_WANT "want N/SECONDS, such as 10/5, or none"
+
+/* log-limit=N/SECONDS or none: nbdkit logs at most N lines of PI
+ * failures per SECONDS (at least 1) seconds, or every one. */
+static int
+parse_log_limit (const char *value)
+{
+  char num[32];
+  const char *slash = strchr (value, '/');
+  size_t n = slash ? (size_t) (slash - value) : 0;
+  unsigned burst, secs;
+
+  if (strcmp (value, "none") == 0) {
+    plugin.cfg.log_burst = plugin.cfg.log_interval = 0;
+    return 0;
+  }
+  if (slash == NULL || n == 0 || n >= sizeof num) {
+    nbdkit_error ("log-limit: '%s' is not a limit (" LOG_LIMIT_WANT ")",
+                  value);
+    return -1;
+  }
+  memcpy (num, value, n);
+  num[n] = '\0';
+  if (nbdkit_parse_unsigned ("log-limit N", num, &burst) == -1 ||
+      nbdkit_parse_unsigned ("log-limit SECONDS", slash + 1, &secs) == -1)
+    return -1;
+  if (secs == 0) {
+    nbdkit_error ("log-limit: SECONDS must be at least 1 (or "
+                  "log-limit=none to log every PI failure)");
+    return -1;
+  }
+  plugin.cfg.log_burst = burst;
+  plugin.cfg.log_interval = secs;
+  return 0;
+}
+
 /* The PATH of file=, events= or ctl= (KEY) as an absolute path, or NULL
  * after reporting the error.  An empty PATH is refused here, naming the
  * parameter (nbdkit_absolute_path's message does not). */
@@ -216,6 +259,7 @@ config_path (const char *key, const char *value)
  * script than a wish to override the first. */
 static const char *const config_keys[] = {
   "size", "format", "interval", "app-tag", "file", "events", "ctl",
+  "log-limit", "dirty-log",
 };
 #define NR_CONFIG_KEYS (sizeof config_keys / sizeof config_keys[0])
 
@@ -288,6 +332,16 @@ stabledif_config (const char *key, const char *value)
     if (!plugin.ctl_off &&
         (plugin.ctl_path = config_path (key, value)) == NULL)
       return -1;
+  }
+  else if (strcmp (key, "log-limit") == 0) {
+    if (parse_log_limit (value) == -1)
+      return -1;
+  }
+  else if (strcmp (key, "dirty-log") == 0) {
+    int on = nbdkit_parse_bool (value);
+    if (on == -1)
+      return -1;
+    plugin.cfg.no_dirty_log = !on;
   }
   else {
     nbdkit_error ("unknown parameter '%s' (see nbdkit stabledif --help)",
@@ -447,6 +501,9 @@ help_build (void)
               "checked, with the bits checked (mask, default 0xffff).");
   help_entry (&h, "file=PATH", "Keep data in PATH and PI in PATH.pi "
               "(default: sparse memory).");
+  help_entry (&h, "dirty-log=on|off", "With file=: keep PATH.log, so that "
+              "no block fails its PI check after a power cut (default "
+              "on).");
   help_entry (&h, "events=PATH", "Append PI failures to PATH as JSON "
               "lines.");
   help_entry (&h, "ctl=PATH|none", "Control socket, mode 0600, in a "
@@ -454,6 +511,9 @@ help_build (void)
               "$XDG_RUNTIME_DIR/stabledif-PID.sock, else "
               "${TMPDIR:-/tmp}/stabledif-UID/stabledif-PID.sock; see "
               "stabledif-ctl(1)).");
+  help_entry (&h, "log-limit=N/SECONDS|none", "Log at most N PI "
+              "failures per SECONDS seconds, the rest summed up in one "
+              "line (default 10/5; none: log every one).");
 }
 
 static void
@@ -465,6 +525,28 @@ stabledif_dump_plugin (void)
   printf ("stabledif_version=%s\n", PACKAGE_VERSION);
   printf ("stabledif_formats=%s\n", names);
   printf ("stabledif_intervals=512,4096\n");
+}
+
+/* pthread_atfork's parent handler, from the control socket's binding
+ * on: nbdkit forks to go into the background or to run its --run
+ * command, and the child is the server that goes on. */
+static void
+ctl_note_fork (void)
+{
+  plugin.ctl_handed_over = true;
+}
+
+/* When the process exits (or the plugin is unloaded).  nbdkit exits
+ * without .cleanup or .unload when it fails after .get_ready (its own
+ * NBD socket cannot be bound, say), which would leave the control
+ * socket file behind: remove it here, unless a child took it over.
+ * After .cleanup there is nothing left to do. */
+__attribute__ ((destructor))
+static void
+ctl_at_exit (void)
+{
+  if (!plugin.ctl_handed_over)
+    ctl_remove_socket (plugin.ctl);
 }
 
 /* Create the control socket (ctl=, or the default path for this
@@ -481,6 +563,10 @@ ctl_create (void)
   plugin.ctl = ctl_bind (plugin.disk, plugin.ctl_path);
   if (plugin.ctl == NULL)
     return -1;
+  if (pthread_atfork (NULL, ctl_note_fork, NULL) != 0) {
+    nbdkit_error ("ctl: pthread_atfork failed");
+    return -1;
+  }
   path = ctl_socket_path (plugin.ctl);
   nbdkit_debug ("control socket: %s", path);
   fprintf (stderr, "nbdkit: stabledif: control socket: %s\n", path);
@@ -501,6 +587,11 @@ stabledif_get_ready (void)
   if (disk_read_only (plugin.disk))
     fprintf (stderr, "nbdkit: stabledif: file=%s cannot be opened for "
              "writing: serving it read-only\n", plugin.cfg.file);
+  if (plugin.disk->store->recovered_regions > 0)
+    fprintf (stderr, "nbdkit: stabledif: file=%s: recovered %" PRIu64
+             " blocks in %" PRIu64 " dirty regions\n", plugin.cfg.file,
+             plugin.disk->store->recovered_blocks,
+             plugin.disk->store->recovered_regions);
 
   for (v = 0; v < STATS_VIEW_COUNT; ++v) {
     disk_profile (plugin.disk, (enum profile_view) v, &p);

@@ -687,7 +687,7 @@ ctl_bind (struct disk *d, const char *path)
 
 /* Remove the socket file if it is still the one we created. */
 static void
-remove_socket_file (struct ctl *c)
+remove_socket_file (const struct ctl *c)
 {
   struct stat st;
 
@@ -730,6 +730,13 @@ ctl_start (struct disk *d, const char *path)
     return NULL;
   }
   return c;
+}
+
+void
+ctl_remove_socket (const struct ctl *c)
+{
+  if (c)
+    remove_socket_file (c);
 }
 
 void

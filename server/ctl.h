@@ -37,4 +37,9 @@ const char *ctl_socket_path (const struct ctl *c);
  * NULL is a no-op. */
 void ctl_stop (struct ctl *c);
 
+/* Remove C's socket file if it is still the one ctl_bind made, and
+ * nothing else (C stays valid, a serving thread runs on): for a process
+ * that exits without calling ctl_stop.  NULL is a no-op. */
+void ctl_remove_socket (const struct ctl *c);
+
 #endif /* STABLEDIF_CTL_H */

@@ -51,6 +51,41 @@ disk_error (const struct disk_config *cfg, const char *fmt, ...)
   cfg->error ("%s", msg);
 }
 
+/* Report that HELD lines of PI failures were held back by d->pi_log
+ * (nothing if HELD is 0). */
+static void
+report_held (const struct disk *d, uint64_t held)
+{
+  if (held > 0)
+    disk_error (&d->cfg, "%" PRIu64 " similar messages suppressed (PI "
+                "failures; the counters and events record every one)",
+                held);
+}
+
+/* Report the PI failure of one request, as disk_error does, unless
+ * d->pi_log holds the line back; first the summary of the lines an
+ * interval that has ended held back.  The caller counts and records the
+ * failure whether or not its line is logged. */
+static void disk_pi_error (struct disk *d, const char *fmt, ...)
+  __attribute__ ((format (printf, 2, 3)));
+
+static void
+disk_pi_error (struct disk *d, const char *fmt, ...)
+{
+  char msg[512];
+  uint64_t held;
+  bool allow = ratelimit_allow (&d->pi_log, &held);
+  va_list ap;
+
+  report_held (d, held);
+  if (!allow)
+    return;
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  d->cfg.error ("%s", msg);
+}
+
 int
 disk_config_check (const struct disk_config *cfg)
 {
@@ -110,6 +145,7 @@ disk_open (const struct disk_config *cfg)
 {
   struct disk *d;
   struct store_geometry g;
+  struct store_file_opts fo = { 0 };
 
   if (disk_config_check (cfg) == -1) {
     errno = EINVAL;
@@ -142,8 +178,9 @@ disk_open (const struct disk_config *cfg)
   g.nblocks = d->nblocks;
   g.interval = cfg->interval;
   g.format = cfg->format;
+  fo.no_dirty_log = cfg->no_dirty_log;
   d->store = cfg->file
-    ? store_file_open (&g, cfg->file, cfg->error)
+    ? store_file_open_opts (&g, cfg->file, &fo, cfg->error)
     : store_memory_open (&g, cfg->error);
   if (d->store == NULL)
     goto err_free;
@@ -152,6 +189,7 @@ disk_open (const struct disk_config *cfg)
     cfg->error ("the ring of the last %zu events: %m", d->cfg.event_ring);
     goto err_store;
   }
+  stats_add (&d->stats.c.blocks_recovered, d->store->recovered_blocks);
   if (cfg->events_path &&
       stats_open_events (&d->stats, cfg->events_path) == -1) {
     cfg->error ("events=%s: %m", cfg->events_path);
@@ -159,6 +197,8 @@ disk_open (const struct disk_config *cfg)
     goto err_store;
   }
   rangelock_init (&d->locks);
+  ratelimit_init (&d->pi_log, cfg->log_burst,
+                  cfg->log_interval * UINT64_C (1000000000), NULL, NULL);
   return d;
 
  err_store:
@@ -175,6 +215,8 @@ disk_close (struct disk *d)
 {
   if (d == NULL)
     return;
+  report_held (d, ratelimit_flush (&d->pi_log));
+  ratelimit_destroy (&d->pi_log);
   d->store->ops->close (d->store);
   stats_destroy (&d->stats);
   rangelock_destroy (&d->locks);
@@ -490,9 +532,9 @@ data_read (struct disk *d, const struct disk_io *io, uint8_t *buf,
   if (f.count > 0) {
     stats_add (&d->stats.c.reads_failed, 1);
     describe_failure (&f, what, sizeof what);
-    disk_error (&d->cfg, "data view read: stored %s (%" PRIu64 " of %"
-                PRIu64 " blocks failed; offset %" PRIu64 " count %" PRIu64
-                ")", what, f.count, s.nblocks, offset, count);
+    disk_pi_error (d, "data view read: stored %s (%" PRIu64 " of %"
+                   PRIu64 " blocks failed; offset %" PRIu64 " count %"
+                   PRIu64 ")", what, f.count, s.nblocks, offset, count);
     errno = EIO;
     r = -1;
   }
@@ -679,11 +721,11 @@ read_partials (struct modify *m)
     return -1;
   if (f.count > 0) {
     describe_failure (&f, what, sizeof what);
-    disk_error (&d->cfg, "data view %s: cannot merge a partial block: "
-                "stored %s (%" PRIu64 " of %" PRIu64 " blocks failed; "
-                "offset %" PRIu64 " count %" PRIu64 "); nothing was stored",
-                stats_op_name (m->op), what, f.count, s->nblocks, m->offset,
-                m->count);
+    disk_pi_error (d, "data view %s: cannot merge a partial block: "
+                   "stored %s (%" PRIu64 " of %" PRIu64 " blocks failed; "
+                   "offset %" PRIu64 " count %" PRIu64 "); nothing was "
+                   "stored", stats_op_name (m->op), what, f.count,
+                   s->nblocks, m->offset, m->count);
     errno = EIO;
     return -1;
   }
@@ -911,9 +953,10 @@ dif_write (struct disk *d, const struct disk_io *io, const uint8_t *buf,
     free (data);
     stats_add (&d->stats.c.writes_rejected, 1);
     describe_failure (&f, what, sizeof what);
-    disk_error (&d->cfg, "dif view write rejected: %s (%" PRIu64 " of %"
-                PRIu64 " blocks failed; offset %" PRIu64 " count %" PRIu64
-                "); nothing was stored", what, f.count, n, offset, count);
+    disk_pi_error (d, "dif view write rejected: %s (%" PRIu64 " of %"
+                   PRIu64 " blocks failed; offset %" PRIu64 " count %"
+                   PRIu64 "); nothing was stored", what, f.count, n, offset,
+                   count);
     errno = EIO;
     return -1;
   }

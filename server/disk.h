@@ -10,7 +10,10 @@
  *
  * No nbdkit here: errors go to config->error (nbdkit_error fits) and
  * functions return -1 with errno set (EINVAL: bad alignment or range;
- * EIO: a PI check failed; others from the store).
+ * EIO: a PI check failed; others from the store).  The lines of PI
+ * failures may be rate-limited (disk_config.log_burst per log_interval
+ * seconds, then one "N similar messages suppressed"); the counters and
+ * events still record every failure.
  */
 #ifndef STABLEDIF_DISK_H
 #define STABLEDIF_DISK_H
@@ -21,8 +24,15 @@
 #include "pi.h"
 #include "profile.h"
 #include "rangelock.h"
+#include "ratelimit.h"
 #include "stats.h"
 #include "store.h"
+
+/* The usual rate limit of PI failure lines (nbdkit-stabledif-plugin(1),
+ * LOGGING): at most DISK_PI_LOG_BURST lines per DISK_PI_LOG_INTERVAL_S
+ * seconds; the rest are summed up in one. */
+#define DISK_PI_LOG_BURST 10
+#define DISK_PI_LOG_INTERVAL_S 5
 
 /* Everything the device is created from (the plugin's parameters). */
 struct disk_config {
@@ -35,6 +45,13 @@ struct disk_config {
   const char *file;             /* file= path, or NULL for memory */
   const char *events_path;      /* events= path, or NULL */
   size_t event_ring;            /* events kept in memory (0: default 1024) */
+  bool no_dirty_log;            /* file=: keep no dirty-region log
+                                   (dirty-log=off; store.h) */
+  unsigned log_burst;           /* PI failure lines logged per */
+  unsigned log_interval;        /*   log_interval seconds (0: all of them;
+                                   the plugin's default is
+                                   DISK_PI_LOG_BURST per
+                                   DISK_PI_LOG_INTERVAL_S) */
   server_error_fn error;        /* error reporter (required) */
 };
 
@@ -52,6 +69,8 @@ struct disk {
   struct store *store;          /* the backend */
   struct rangelock locks;       /* per-range locks over data + PI */
   struct stats stats;           /* counters and events */
+  struct ratelimit pi_log;      /* limits the error lines of PI failures
+                                   (nbdkit-stabledif-plugin(1), LOGGING) */
 };
 
 /* Per-request context: who is asking, through which view. */

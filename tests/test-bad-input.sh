@@ -7,7 +7,8 @@
 #     with exactly the message of the table below, and leave existing
 #     disk files byte-identical;
 #  2. NBD requests on both views and control socket lines, for every PI
-#     family (test-bad-input.py: its tables, run once per device below);
+#     family (test-bad-input.py: its tables, run once per device below,
+#     with log-limit=none: every rejected request has its line);
 #  3. libstabledif calls with bad arguments (test-bad-input-lib.c).
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 requires_nbdsh
@@ -79,6 +80,11 @@ events=@D@/dir: Is a directory	events=@D@/dir
 events=@D@/nodir/events: No such file or directory	events=@D@/nodir/events
 ctl: empty path (want ctl=PATH)	ctl=
 ctl=@D@/nodir/sock: directory @D@/nodir: No such file or directory	ctl=@D@/nodir/sock
+log-limit: 'x' is not a limit (want N/SECONDS, such as 10/5, or none)	log-limit=x
+log-limit: '5' is not a limit (want N/SECONDS, such as 10/5, or none)	log-limit=5
+log-limit: '/5' is not a limit (want N/SECONDS, such as 10/5, or none)	log-limit=/5
+log-limit: SECONDS must be at least 1 (or log-limit=none to log every PI failure)	log-limit=5/0
+log-limit N: negative numbers are not allowed	log-limit=-1/5
 EOF
 }
 
@@ -132,7 +138,7 @@ matrix () {
   rm -f "$tmpdir/events.jsonl"
   export CTL=$tmpdir/ctl.sock LOG=$log EVENTS=$tmpdir/events.jsonl APP=$app
   if ! SERVE_LOG=$log run_nbdsh "$srcdir/test-bad-input.py" \
-       ctl="$CTL" events="$EVENTS" "$@" > "$out"; then
+       ctl="$CTL" events="$EVENTS" log-limit=none "$@" > "$out"; then
     cat "$out" "$log" >&2
     fail "matrix $*${app:+ (app-tag $app)}"
   fi

@@ -149,6 +149,28 @@ expect_rc 2 ctl watch --interval 0
 expect_rc 2 "$CTLBIN" -s "$tmpdir/nonexistent.sock" check
 grep -q 'nonexistent.sock' $err || fail "missing socket message"
 expect_rc 2 "$CTLBIN"
+# The NBD socket given by mistake: stabledif-ctl says so at once (the
+# NBD server speaks first), exit 2; so for a server whose reply is not
+# JSON.
+for cmd in status check counters "events --follow" watch; do
+  expect_rc 2 timeout 10 "$CTLBIN" -s "$sock" $cmd
+  grep -qxF "stabledif-ctl: $sock: not a stabledif control socket: an NBD server answered (NBDMAGIC); use the path nbdkit prints as \"control socket:\" when it starts" $err ||
+    { cat $err; fail "$cmd on the NBD socket: message"; }
+done
+chatty=$tmpdir/chatty.sock
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(1)
+c, _ = s.accept()
+c.sendall(b"220 hello\r\n")
+c.recv(100)
+' "$chatty" & chatty_pid=$!
+for _ in $(seq 100); do [ -S "$chatty" ] && break; sleep 0.1; done
+expect_rc 2 timeout 10 "$CTLBIN" -s "$chatty" status
+wait $chatty_pid || :
+grep -qxF "stabledif-ctl: $chatty: not a stabledif control socket: its reply does not start with a JSON object" $err ||
+  { cat $err; fail "a server that is not ours: message"; }
 # A one-shot command stops at SIGTERM at once (only watch and --follow
 # catch it, to stop cleanly), even while a device keeps it waiting.
 silent=$tmpdir/silent.sock

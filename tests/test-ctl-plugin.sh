@@ -293,3 +293,39 @@ if [ -z "$nbdkit_preload" ]; then
     ctl="$tmpdir/no/such/dir/s.sock"
 fi
 echo "ok: bad ctl= paths refused"
+
+# nbdkit failing after the plugin made its control socket (nbdkit's own
+# NBD socket path is taken: by a regular file, by a live socket) leaves
+# no control socket behind, at ctl=PATH or at the default path.
+# (Not under the sanitizers, for the reason above: nbdkit's message
+# includes strerror.)
+if [ -z "$nbdkit_preload" ]; then
+  echo taken > "$tmpdir/taken"
+  live=$tmpdir/live.sock
+  python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(1)
+time.sleep(60)
+' "$live" & live_pid=$!
+  for _ in $(seq 100); do [ -S "$live" ] && break; sleep 0.1; done
+  mkdir -m 700 "$tmpdir/xdg2"
+  for nbd in "$tmpdir/taken" "$live"; do
+    for ctl in "ctl=$tmpdir/stale.sock" ""; do
+      if XDG_RUNTIME_DIR="$tmpdir/xdg2" run_nbdkit -f -U "$nbd" \
+           --exit-with-parent "$PLUGIN" size=1M $ctl 2> "$tmpdir/stale.err"
+      then
+        fail "nbdkit started on a taken socket path $nbd"
+      fi
+      grep -q "$nbd: Address already in use" "$tmpdir/stale.err" &&
+        grep -q "control socket: " "$tmpdir/stale.err" ||
+        { cat "$tmpdir/stale.err"; fail "-U $nbd $ctl: messages"; }
+      [ ! -e "$tmpdir/stale.sock" ] && [ -z "$(ls "$tmpdir/xdg2")" ] ||
+        fail "-U $nbd ${ctl:-(default ctl)}: control socket left behind"
+    done
+  done
+  kill $live_pid 2>/dev/null || :
+  wait $live_pid 2>/dev/null || :
+  [ "$(cat "$tmpdir/taken")" = taken ] || fail "the taken path was changed"
+  echo "ok: no control socket left behind when nbdkit fails to start"
+fi

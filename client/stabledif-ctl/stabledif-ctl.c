@@ -144,6 +144,17 @@ connect_device (const struct options *o)
   }
 }
 
+/* Report ERR, the failure of request LINE: with the socket's path, and
+ * the request unless the server is no control socket at all. */
+static void
+report_request_error (const char *line, const char *err)
+{
+  if (conn.foreign)
+    fprintf (stderr, PROG ": %s: %s\n", conn_path, err);
+  else
+    fprintf (stderr, PROG ": %s: '%s': %s\n", conn_path, line, err);
+}
+
 /* Send LINE; return the reply (ok or not), raw text in *RAW if RAW.
  * Exits 2 if the connection fails. */
 static json_t *
@@ -153,7 +164,7 @@ request_any (const char *line, char **raw)
   json_t *reply;
 
   if (ctl_conn_request (&conn, line, &reply, raw, err, sizeof err) == -1) {
-    fprintf (stderr, PROG ": %s: '%s': %s\n", conn_path, line, err);
+    report_request_error (line, err);
     exit (EXIT_USAGE);
   }
   return reply;
@@ -400,10 +411,11 @@ cmd_status (const struct options *o)
   print_view_op_table ("bytes", json_object_get (c, "bytes"), true);
   printf ("\n");
   printf ("blocks            %" PRIu64 " verified, %" PRIu64 " generated, "
-          "%" PRIu64 " escaped\n",
+          "%" PRIu64 " escaped, %" PRIu64 " recovered\n",
           get_u64 (c, "blocks", "verified", NULL),
           get_u64 (c, "blocks", "generated", NULL),
-          get_u64 (c, "blocks", "escaped", NULL));
+          get_u64 (c, "blocks", "escaped", NULL),
+          get_u64 (c, "blocks", "recovered", NULL));
   printf ("PI errors         %8s %8s %8s\n", "guard", "app", "ref");
   printf ("  written         %8" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
           get_u64 (we, "guard", NULL), get_u64 (we, "app", NULL),
@@ -607,7 +619,7 @@ cmd_events (const struct options *o)
         fprintf (stderr, PROG ": the device closed the control socket\n");
         return EXIT_OK;
       }
-      fprintf (stderr, PROG ": %s\n", err);
+      report_request_error (line, err);
       return EXIT_USAGE;
     }
     if (report_refusal (reply, raw)) {
@@ -829,7 +841,7 @@ cmd_watch (const struct options *o)
         fprintf (stderr, PROG ": the device closed the control socket\n");
         return EXIT_OK;
       }
-      fprintf (stderr, PROG ": %s\n", err);
+      report_request_error ("counters", err);
       return EXIT_USAGE;
     }
     if (report_refusal (reply, raw)) {

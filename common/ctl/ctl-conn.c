@@ -23,6 +23,59 @@
  * events is well below this). */
 #define REPLY_MAX (16 * 1024 * 1024)
 
+/* What an NBD server sends first, before the client says anything (in
+ * both of NBD's handshake styles).  The control socket never speaks
+ * first, and each of its replies starts with '{'. */
+#define NBD_GREETING "NBDMAGIC"
+#define NBD_GREETING_LEN (sizeof NBD_GREETING - 1)
+
+/* Whether the first LEN bytes of a reply, BUF, show that the server is
+ * not a stabledif control socket: then the reason is written into ERR.
+ * A start of "NBDMAGIC" is only judged once all of it is there. */
+static bool
+foreign_reply (const char *buf, size_t len, char *err, size_t errlen)
+{
+  size_t n = len < NBD_GREETING_LEN ? len : NBD_GREETING_LEN;
+
+  if (len == 0 || buf[0] == '{')
+    return false;
+  if (memcmp (buf, NBD_GREETING, n) == 0) {
+    if (len < NBD_GREETING_LEN)
+      return false;
+    snprintf (err, errlen, "not a stabledif control socket: an NBD server "
+              "answered (" NBD_GREETING "); use the path nbdkit prints as "
+              "\"control socket:\" when it starts");
+    return true;
+  }
+  snprintf (err, errlen, "not a stabledif control socket: its reply does "
+            "not start with a JSON object");
+  return true;
+}
+
+/* Mark C as connected to a server that is not a control socket; -1. */
+static int
+not_ours (struct ctl_conn *c)
+{
+  c->foreign = true;
+  return -1;
+}
+
+/* After a send failed because the server hung up: whether what it sent
+ * before (still unread) shows that it is not a stabledif control socket
+ * (the reason then in ERR).  An NBD server sends its greeting, reads our
+ * request as a bad handshake and hangs up. */
+static bool
+foreign_hangup (struct ctl_conn *c, char *err, size_t errlen)
+{
+  char peek[64];
+  ssize_t r;
+
+  if (c->len > 0)
+    return foreign_reply (c->buf, c->len, err, errlen);
+  r = recv (c->fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
+  return r > 0 && foreign_reply (peek, (size_t) r, err, errlen);
+}
+
 /* Connect a new socket to PATH.  The connect does not block: a live
  * server whose backlog is full answers EAGAIN.  When PROBE is true that
  * counts as success (the caller only wants to know whether a server is
@@ -206,20 +259,28 @@ ctl_conn_request (struct ctl_conn *c, const char *line, json_t **reply,
     }
     r = send (c->fd, p, n, MSG_NOSIGNAL);
     if (r == -1) {
-      if (errno == EINTR || errno == EAGAIN)
+      int e = errno;
+
+      if (e == EINTR || e == EAGAIN)
         continue;
-      if (errno == EPIPE || errno == ECONNRESET)
+      if ((e == EPIPE || e == ECONNRESET) && foreign_hangup (c, err, errlen))
+        return not_ours (c);
+      if (e == EPIPE || e == ECONNRESET)
         c->closed = true;
-      snprintf (err, errlen, "sending the request: %s", strerror (errno));
+      snprintf (err, errlen, "sending the request: %s", strerror (e));
       return -1;
     }
     sent += r;
   }
 
-  /* Read until a newline. */
+  /* Read until a newline, giving up at once if the start of the reply
+   * shows that this is not a control socket (a server that is not ours
+   * may never send a newline). */
   while ((nl = c->len ? memchr (c->buf, '\n', c->len) : NULL) == NULL) {
     ssize_t r;
 
+    if (foreign_reply (c->buf, c->len, err, errlen))
+      return not_ours (c);
     if (c->len == c->cap) {
       size_t cap = c->cap ? c->cap * 2 : 4096;
       char *b;
@@ -243,6 +304,8 @@ ctl_conn_request (struct ctl_conn *c, const char *line, json_t **reply,
     }
     r = recv (c->fd, c->buf + c->len, c->cap - c->len, 0);
     if (r == 0 || (r == -1 && errno == ECONNRESET)) {
+      if (foreign_reply (c->buf, c->len, err, errlen))
+        return not_ours (c);
       c->closed = true;
       snprintf (err, errlen, "the server closed the connection");
       return -1;
@@ -256,6 +319,8 @@ ctl_conn_request (struct ctl_conn *c, const char *line, json_t **reply,
     c->len += r;
   }
 
+  if (foreign_reply (c->buf, c->len, err, errlen))
+    return not_ours (c);
   *nl = '\0';
   *reply = json_loads (c->buf, 0, &jerr);
   if (*reply == NULL)

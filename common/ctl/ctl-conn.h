@@ -25,6 +25,8 @@ struct ctl_conn {
   size_t len;                   /* bytes in buf */
   size_t cap;                   /* allocated size of buf */
   bool closed;                  /* the server closed the connection */
+  bool foreign;                 /* the server is not a stabledif control
+                                   socket (an NBD server, say) */
 };
 
 /* Find the control socket when the user gave none: the single
@@ -42,7 +44,10 @@ int ctl_conn_open (struct ctl_conn *c, const char *path,
  * reference) and, if RAW is not NULL, a malloc'd copy of the reply text
  * into *RAW.  Returns -1 with a message in ERR if the connection fails,
  * times out or the reply is not JSON; c->closed then says whether the
- * server hung up.  A reply {"ok":false,...} is not a failure here. */
+ * server hung up, c->foreign whether the server is not a control
+ * socket at all (it spoke NBD, or its reply does not start as a JSON
+ * object: ERR says which, and no reply is waited for in vain).  A reply
+ * {"ok":false,...} is not a failure here. */
 int ctl_conn_request (struct ctl_conn *c, const char *line, json_t **reply,
                       char **raw, char *err, size_t errlen);
 
