@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# stabledif: crash consistency of file= storage.
+# stabledif: file= storage after the server process is killed.
+#
+# What this proves is limited to a process kill: the page cache
+# survives SIGKILL, so every write the kernel accepted is still there
+# afterwards, synced or not, and this test cannot tell whether flush and
+# FUA reach the disk.  test-server's "durability" cases check that (the
+# fdatasync and RWF_DSYNC calls on PATH and PATH.pi, test-sync-wrap.h);
+# surviving power loss is not tested.
 #
 # nbdkit serves a file-backed disk in the background (Unix socket,
 # pidfile); a write load (tests/test-crash.py: 4 threads, both views,
@@ -9,7 +16,7 @@
 # a few flushes went through, nbdkit is killed with SIGKILL at a random
 # moment.  It is restarted on the same files and the checker reads the
 # whole disk: no PI error anywhere (every block of the data view reads),
-# every durable write (flushed, or FUA and acknowledged) present, and
+# every write flushed, or FUA and acknowledged, present, and
 # all-ones PI over non-zero data only where a write was in flight.
 # Five rounds, each on the disk the previous one left.
 . "${srcdir:-$(dirname "$0")}/functions.sh"

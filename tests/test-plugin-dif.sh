@@ -275,6 +275,78 @@ PY
 
 # Each failure is reported once in the nbdkit log, naming the LBA and
 # the check that failed.
+# Past LBA 2^32, on a sparse disk of 2^32 + 64 blocks: the CRC-64 Type 1
+# ref tag is the LBA's low 48 bits, so a block whose ref is right in its
+# low 32 bits only (the ref of LBA - 2^32) is rejected with EIO, changes
+# nothing and is recorded as a ref failure of its LBA; the CRC-16 Type 1
+# ref tag is the low 32 bits, so there the same tuple is right.
+cat > "$tmpdir/high.py" <<'PY'
+import json
+
+rng = random.Random(2)
+hd = connect("dif", strict=False)
+hdata = connect("data", strict=False)
+d = Disk(hd)
+I, E, N = d.interval, d.ext, d.nblocks
+B32 = 1 << 32
+assert N == B32 + 64, N
+L = B32 + 5
+data = rand_bytes(rng, I)
+low32 = d.block(data, L, ref=(L - B32) & d.ref_mask)    # ref of L - 2^32
+
+
+def last_event():
+    with open(os.environ["EVENTS"]) as f:
+        return json.loads(f.read().splitlines()[-1])
+
+
+if d.tuple == 8:
+    hd.pwrite(low32, L * E)
+    assert low32 == d.block(data, L)
+    assert hd.pread(E, L * E) == low32 and hdata.pread(I, L * I) == data
+    print("ok: 32-bit ref of LBA %d is that of LBA %d" % (L, L - B32))
+    raise SystemExit(0)
+
+hd.pwrite(d.block(rand_bytes(rng, I), L - 1), (L - 1) * E)
+before = hd.pread(3 * E, (L - 1) * E)
+for what, buf, off in (
+        ("one block", low32, L * E),
+        ("second of two", d.block(rand_bytes(rng, I), L - 1) + low32,
+         (L - 1) * E)):
+    e = expect_error(errno.EIO, lambda: hd.pwrite(buf, off))
+    assert hd.pread(3 * E, (L - 1) * E) == before, what + ": stored changed"
+    ev = last_event()
+    assert ev["check"] == "ref" and ev["lba"] == L, ev
+    assert ev["expected"] == hex(L) and ev["actual"] == hex(L - B32), ev
+    print("ok: ref of LBA %d at LBA %d (%s) -> EIO (%s)" % (
+        L - B32, L, what, e.string.splitlines()[0]))
+# LBA 5 with the ref of 2^32 + 5.
+expect_error(errno.EIO, lambda: hd.pwrite(d.block(data, 5, ref=B32 + 5),
+                                          5 * E))
+ev = last_event()
+assert ev["check"] == "ref" and ev["lba"] == 5, ev
+# The right ref tag is taken, on both views.
+hd.pwrite(d.block(data, L), L * E)
+assert hd.pread(E, L * E) == d.block(data, L)
+assert hdata.pread(I, L * I) == data
+print("ok: 48-bit ref of LBA %d accepted" % L)
+PY
+
+run_high() {
+  local log="$tmpdir/nbdkit-high-$1.log"
+  echo "== $1 past LBA 2^32"
+  if ! FORMAT=$1 INTERVAL=4096 SERVE_LOG=$log EVENTS=$tmpdir/events-$1 \
+       run_nbdsh "$tmpdir/high.py" size=$(( ((1 << 32) + 64) * 4096 )) \
+         format="$1" interval=4096 events="$tmpdir/events-$1"; then
+    cat "$log" >&2
+    fail "$1 past LBA 2^32"
+  fi
+  case $1 in
+  *CRC64) grep -Eq "LBA 4294967301[^0-9].*ref" "$log" ||
+            { cat "$log" >&2; fail "$1: no ref failure of LBA 2^32+5 logged"; } ;;
+  esac
+}
+
 run() {
   local log="$tmpdir/nbdkit-$1-$2.log"
   echo "== $*"
@@ -300,3 +372,5 @@ run T10-DIF-TYPE3-CRC 4096
 run EXT-DIF-TYPE1-CRC64 4096
 run EXT-DIF-TYPE3-CRC64 4096
 run none 512
+run_high EXT-DIF-TYPE1-CRC64
+run_high T10-DIF-TYPE1-CRC
