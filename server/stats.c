@@ -150,6 +150,7 @@ stats_snapshot (struct stats *s, struct stats_snapshot *out)
   out->blocks_verified = LOAD (s->c.blocks_verified);
   out->blocks_generated = LOAD (s->c.blocks_generated);
   out->blocks_escaped = LOAD (s->c.blocks_escaped);
+  out->blocks_recovered = LOAD (s->c.blocks_recovered);
   for (c = 0; c < 4; c++) {
     out->write_errors[c] = LOAD (s->c.write_errors[c]);
     out->read_errors[c] = LOAD (s->c.read_errors[c]);
@@ -174,6 +175,7 @@ stats_reset (struct stats *s)
   ZERO (s->c.blocks_verified);
   ZERO (s->c.blocks_generated);
   ZERO (s->c.blocks_escaped);
+  ZERO (s->c.blocks_recovered);
   for (c = 0; c < 4; c++) {
     ZERO (s->c.write_errors[c]);
     ZERO (s->c.read_errors[c]);
@@ -270,13 +272,15 @@ by_view_op_json (const uint64_t v[STATS_VIEW_COUNT][STATS_OP_COUNT])
 json_t *
 stats_snapshot_json (const struct stats_snapshot *snap)
 {
-  return json_pack ("{s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:o, s:o, s:o, s:o}",
+  return json_pack ("{s:o, s:o, s:{s:o, s:o, s:o, s:o}, s:o, s:o, s:o, s:o, "
+                    "s:o}",
                     "requests", by_view_op_json (snap->requests),
                     "bytes", by_view_op_json (snap->bytes),
                     "blocks",
                       "verified", uint_json (snap->blocks_verified),
                       "generated", uint_json (snap->blocks_generated),
                       "escaped", uint_json (snap->blocks_escaped),
+                      "recovered", uint_json (snap->blocks_recovered),
                     "write_errors", checks_json (snap->write_errors),
                     "read_errors", checks_json (snap->read_errors),
                     "writes_rejected", uint_json (snap->writes_rejected),

@@ -42,6 +42,8 @@ struct stats_counters {
   _Atomic uint64_t blocks_verified;  /* blocks whose PI was checked */
   _Atomic uint64_t blocks_generated; /* blocks whose PI the device inserted */
   _Atomic uint64_t blocks_escaped;   /* blocks skipped by the escape rule */
+  _Atomic uint64_t blocks_recovered; /* blocks whose PI opening the file=
+                                        store rebuilt after a crash */
   _Atomic uint64_t write_errors[4];  /* host PI rejected, per check */
   _Atomic uint64_t read_errors[4];   /* stored PI failed on read, per check */
   _Atomic uint64_t writes_rejected;  /* write requests refused for bad PI */
@@ -54,6 +56,7 @@ struct stats_snapshot {
   uint64_t requests[STATS_VIEW_COUNT][STATS_OP_COUNT];
   uint64_t bytes[STATS_VIEW_COUNT][STATS_OP_COUNT];
   uint64_t blocks_verified, blocks_generated, blocks_escaped;
+  uint64_t blocks_recovered;
   uint64_t write_errors[4], read_errors[4];
   uint64_t writes_rejected, reads_failed, injections;
 };

@@ -17,8 +17,14 @@
  * new PI: never data with PI computed for other data.  The page cache
  * keeps that order across a crash of the process (SIGKILL); an operating
  * system crash or power loss keeps only what was flushed (flush and FUA
- * use fdatasync and RWF_DSYNC), so blocks overwritten since the last flush
- * may then read as a guard error.  Flushed writes always survive intact.
+ * use fdatasync and RWF_DSYNC), in any order, so a block overwritten
+ * since the last flush may then hold data with the PI of other data.
+ * The dirty-region log PATH.log (store-file-log.h) marks, durably, every
+ * region written since the last flush before the write goes ahead;
+ * opening the files rebuilds the PI of the blocks of marked regions from
+ * their data (store-file-recover.h), so after a power cut every block
+ * reads as its old or its new contents.  Flushed writes always survive
+ * intact.
  *
  * Concurrency.  One pair of file descriptors serves every connection;
  * pread/pwrite/fallocate on disjoint byte ranges are independent, so no
@@ -54,12 +60,17 @@
 
 #include "store.h"
 #include "store-file-hdr.h"
+#include "store-file-log.h"
+#include "store-file-recover.h"
 
 /* Largest buffer of zeros written at once when holes cannot be punched. */
 #define ZERO_CHUNK (1024 * 1024)
 
 /* Largest run of tuples extent reads at once to look inside a PI page. */
 #define EXTENT_SCAN_TUPLES 4096
+
+/* Bytes of data recovery reads at once. */
+#define RECOVER_CHUNK (1024 * 1024)
 
 /* The file store. */
 struct file_store {
@@ -73,6 +84,8 @@ struct file_store {
                                    files (cleared on EOPNOTSUPP) */
   atomic_bool dsync_ok;         /* pwritev2(RWF_DSYNC) works (cleared on
                                    EOPNOTSUPP/ENOSYS: fdatasync instead) */
+  struct store_file_log *log;   /* PATH.log, or NULL (no PI, read-only,
+                                   or no_dirty_log) */
 };
 
 /* Byte offset of the tuple of LBA in PATH.pi. */
@@ -230,8 +243,8 @@ file_read (struct store *s, uint64_t lba, uint64_t nblocks,
 }
 
 static int
-file_write (struct store *s, uint64_t lba, uint64_t nblocks,
-            const uint8_t *data, const uint8_t *pi, bool fua)
+file_write_blocks (struct store *s, uint64_t lba, uint64_t nblocks,
+                   const uint8_t *data, const uint8_t *pi, bool fua)
 {
   struct file_store *fs = (struct file_store *) s;
   size_t pilen = nblocks * s->tuple;
@@ -284,9 +297,11 @@ static int
 file_flush (struct store *s)
 {
   struct file_store *fs = (struct file_store *) s;
+  uint64_t g;
 
   if (s->read_only)
     return 0;                   /* nothing was or can be written */
+  g = fs->log ? store_file_log_flush_begin (fs->log) : 0;
   if (fdatasync (fs->data_fd) == -1) {
     int e = errno;
     s->error ("file=%s: flushing %s: %s", fs->path, fs->path, strerror (e));
@@ -300,11 +315,13 @@ file_flush (struct store *s)
     errno = e;
     return -1;
   }
+  if (fs->log && store_file_log_flush_end (fs->log, g) == -1)
+    return -1;
   return 0;
 }
 
 static int
-file_zero (struct store *s, uint64_t lba, uint64_t nblocks, bool fua)
+file_zero_blocks (struct store *s, uint64_t lba, uint64_t nblocks, bool fua)
 {
   struct file_store *fs = (struct file_store *) s;
 
@@ -319,6 +336,36 @@ file_zero (struct store *s, uint64_t lba, uint64_t nblocks, bool fua)
   if (fua)
     return file_flush (s);
   return 0;
+}
+
+/* Writes and zeroes go ahead once the log marks their regions dirty. */
+static int
+file_write (struct store *s, uint64_t lba, uint64_t nblocks,
+            const uint8_t *data, const uint8_t *pi, bool fua)
+{
+  struct file_store *fs = (struct file_store *) s;
+  int r;
+
+  if (fs->log && store_file_log_begin (fs->log, lba, nblocks) == -1)
+    return -1;
+  r = file_write_blocks (s, lba, nblocks, data, pi, fua);
+  if (fs->log)
+    store_file_log_end (fs->log, lba, nblocks);
+  return r;
+}
+
+static int
+file_zero (struct store *s, uint64_t lba, uint64_t nblocks, bool fua)
+{
+  struct file_store *fs = (struct file_store *) s;
+  int r;
+
+  if (fs->log && store_file_log_begin (fs->log, lba, nblocks) == -1)
+    return -1;
+  r = file_zero_blocks (s, lba, nblocks, fua);
+  if (fs->log)
+    store_file_log_end (fs->log, lba, nblocks);
+  return r;
 }
 
 /* Whether the stored tuple at P (TUPLE bytes) is all zeros, i.e. the
@@ -449,8 +496,9 @@ file_close (struct store *s)
 {
   struct file_store *fs = (struct file_store *) s;
 
-  /* A clean shutdown leaves everything durable, flushed or not. */
-  file_flush (s);
+  /* A clean shutdown leaves everything durable, flushed or not, and the
+   * log clean. */
+  store_file_log_close (fs->log, file_flush (s) == 0);
   close (fs->data_fd);
   if (fs->pi_fd >= 0)
     close (fs->pi_fd);
@@ -832,6 +880,7 @@ file_store_discard (struct file_store *fs, bool created, bool pi_created)
 {
   const int e = errno;
 
+  store_file_log_close (fs->log, false);
   if (pi_created)
     unlink (fs->pi_path);
   if (created)
@@ -846,9 +895,136 @@ file_store_discard (struct file_store *fs, bool created, bool pi_created)
   errno = e;
 }
 
+/* Rebuild the PI of the NBLOCKS blocks at LBA (a dirty region of FS)
+ * where it does not verify against the data, adding the count to
+ * fs->s.recovered_blocks.  Reports errors. */
+static int
+recover_region (struct file_store *fs, uint64_t lba, uint64_t nblocks,
+                uint8_t *data, uint8_t *pi)
+{
+  const uint32_t iv = fs->s.geom.interval, t = fs->s.tuple;
+  const uint64_t chunk = RECOVER_CHUNK / iv > 0 ? RECOVER_CHUNK / iv : 1;
+
+  while (nblocks > 0) {
+    uint64_t n = nblocks < chunk ? nblocks : chunk, fixed;
+
+    if (full_pread (fs->data_fd, data, n * iv, (off_t) (lba * iv)) == -1)
+      return io_error (fs, "recovering: reading data", fs->path, lba, n);
+    if (full_pread (fs->pi_fd, pi, n * t, pi_offset (fs, lba)) == -1)
+      return io_error (fs, "recovering: reading PI", fs->pi_path, lba, n);
+    fixed = store_file_recover_blocks (fs->s.geom.format, iv, lba, n,
+                                       data, pi);
+    if (fixed > 0 && full_pwrite (fs, fs->pi_fd, pi, n * t,
+                                  pi_offset (fs, lba), false) == -1)
+      return io_error (fs, "recovering: writing PI", fs->pi_path, lba, n);
+    fs->s.recovered_blocks += fixed;
+    lba += n;
+    nblocks -= n;
+  }
+  return 0;
+}
+
+/* Rebuild the PI of every dirty region of fs->log (after a crash), make
+ * it durable, then write the log clean with regions of REGION_BYTES.
+ * Reports errors. */
+static int
+recover_dirty (struct file_store *fs, uint64_t region_bytes)
+{
+  const uint32_t iv = fs->s.geom.interval;
+  uint64_t chunk = RECOVER_CHUNK / iv > 0 ? RECOVER_CHUNK / iv : 1;
+  uint64_t lba, n;
+  uint8_t *data = NULL, *pi = NULL;
+  int r = 0;
+
+  if (store_file_log_ndirty (fs->log) > 0) {
+    data = malloc (chunk * iv);
+    pi = malloc (chunk * fs->s.tuple);
+    if (data == NULL || pi == NULL) {
+      r = io_error (fs, "allocating buffers to recover", fs->path, 0,
+                    fs->s.geom.nblocks);
+      goto out;
+    }
+  }
+  for (uint64_t i = 0; i < fs->log->nregions && r == 0; i++)
+    if (store_file_log_region (fs->log, i, &lba, &n)) {
+      fs->s.recovered_regions++;
+      r = recover_region (fs, lba, n, data, pi);
+    }
+  if (r == 0 && fs->s.recovered_regions > 0 && fdatasync (fs->pi_fd) == -1)
+    r = io_error (fs, "recovering: syncing PI", fs->pi_path, 0,
+                  fs->s.geom.nblocks);
+  if (r == 0)
+    r = store_file_log_reset (fs->log, region_bytes);
+ out:
+  free (data);
+  free (pi);
+  return r;
+}
+
+/* Open (or create) PATH.log for FS and recover what it marks dirty; a
+ * read-only store only warns about dirty regions it cannot rebuild.
+ * FRESH: PATH.pi was just made, so a PATH.log left over from an earlier
+ * disk is removed first.  Does nothing for format none or with
+ * O->no_dirty_log.  Reports errors. */
+static int
+open_log (struct file_store *fs, const struct store_file_opts *o,
+          bool fresh)
+{
+  uint64_t region = o->region_bytes ? o->region_bytes
+    : STORE_FILE_LOG_REGION_DEFAULT;
+  char *log_path;
+  uint64_t dirty;
+
+  if (fs->s.tuple == 0 || o->no_dirty_log)
+    return 0;
+  if (region % fs->s.geom.interval != 0)
+    region -= region % fs->s.geom.interval;
+  if (region == 0)
+    region = fs->s.geom.interval;
+  if (asprintf (&log_path, "%s.log", fs->path) == -1) {
+    fs->s.error ("file=%s: %s", fs->path, strerror (errno));
+    return -1;
+  }
+  if (fs->s.read_only) {
+    /* Look only: a log that marks regions cannot be acted on. */
+    if (store_file_log_peek (log_path) > 0)
+      fs->s.error ("file=%s: served read-only, the dirty regions that %s "
+                   "may record (a crash) are not recovered: blocks written "
+                   "just before it may fail their guard check",
+                   fs->path, log_path);
+    free (log_path);
+    return 0;
+  }
+  if (fresh && unlink (log_path) == -1 && errno != ENOENT) {
+    fs->s.error ("file=%s: removing the stale %s: %s", fs->path, log_path,
+                 strerror (errno));
+    free (log_path);
+    return -1;
+  }
+  fs->log = store_file_log_open (log_path, fs->path, fs->s.geom.nblocks,
+                                 fs->s.geom.interval, region, fs->s.error);
+  free (log_path);
+  if (fs->log == NULL)
+    return -1;
+  dirty = store_file_log_ndirty (fs->log);
+  if (dirty == 0 && fs->log->region_blocks * fs->s.geom.interval == region)
+    return 0;
+  return recover_dirty (fs, region);
+}
+
 struct store *
 store_file_open (const struct store_geometry *g, const char *path,
                  server_error_fn error)
+{
+  static const struct store_file_opts defaults;
+
+  return store_file_open_opts (g, path, &defaults, error);
+}
+
+struct store *
+store_file_open_opts (const struct store_geometry *g, const char *path,
+                      const struct store_file_opts *o,
+                      server_error_fn error)
 {
   struct file_store *fs;
   struct store_file_hdr want;
@@ -875,6 +1051,8 @@ store_file_open (const struct store_geometry *g, const char *path,
     r = open_pi (fs, &want, st.st_size);
   else
     r = adopt_or_create (fs, &want, st.st_size, size, &pi_created);
+  if (r == 0)
+    r = open_log (fs, o, !pi_exists);
   if (r == -1) {
     file_store_discard (fs, created, pi_created);
     return NULL;

@@ -111,6 +111,10 @@ struct store {
                                    write_ext and zero must not be called,
                                    flush has nothing to do */
   server_error_fn error;        /* where errors go */
+  uint64_t recovered_blocks;    /* blocks whose PI opening rebuilt from
+                                   their data after a crash (file store,
+                                   store-file-recover.h) */
+  uint64_t recovered_regions;   /* dirty regions opening scanned for them */
 };
 
 /* Sparse memory: costs memory only for what is written. */
@@ -126,5 +130,25 @@ struct store *store_memory_open (const struct store_geometry *g,
  * error. */
 struct store *store_file_open (const struct store_geometry *g,
                                const char *path, server_error_fn error);
+
+/* Options of a file store (zero-initialised: the defaults). */
+struct store_file_opts {
+  bool no_dirty_log;            /* keep no PATH.log: an operating-system
+                                   crash may then leave blocks written
+                                   since the last flush failing their
+                                   guard check */
+  uint64_t region_bytes;        /* bytes of data per dirty-log region, a
+                                   multiple of the interval; 0: 64 MiB
+                                   (STORE_FILE_LOG_REGION_DEFAULT) */
+};
+
+/* store_file_open with options O.  With the dirty log (the default),
+ * PATH.log records which regions may hold blocks written since the
+ * last flush; opening after a crash rebuilds their PI from the data on
+ * disk, and sets recovered_blocks and recovered_regions. */
+struct store *store_file_open_opts (const struct store_geometry *g,
+                                    const char *path,
+                                    const struct store_file_opts *o,
+                                    server_error_fn error);
 
 #endif /* STABLEDIF_STORE_H */
