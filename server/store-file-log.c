@@ -461,15 +461,16 @@ log_clear_run (struct store_file_log *log, uint64_t r0, uint64_t r1)
 }
 
 /* Whether LOG's flush G (whose syncs succeeded) may clear region R: no
- * write in flight, and its last write ended before flush G - 1 began
- * (so flush G covered it, and the region sat idle for a whole flush
- * interval).  G = 0 (close): any region without a write in flight. */
+ * write in flight, and its last write ended before flush
+ * G - STORE_FILE_LOG_IDLE_FLUSHES began (so flush G covered it, and the
+ * region sat idle since).  G = 0 (close): any region without a write in
+ * flight. */
 static bool
 log_clearable (const struct store_file_log *log, uint64_t r, uint64_t g)
 {
   if (!log->marked[r] || log->inflight[r] > 0)
     return false;
-  return g == 0 || log->last_end[r] + 1 < g;
+  return g == 0 || log->last_end[r] + STORE_FILE_LOG_IDLE_FLUSHES < g;
 }
 
 /* Clear the marks flush G may clear (see log_clearable), in runs.

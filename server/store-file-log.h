@@ -21,13 +21,15 @@
  *
  * then one byte per region at marks-at: 1 dirty, 0 clean.
  *
- * Clearing is lazy: a flush clears the mark of a region only if no write
- * into it is in flight and its last write ended before the previous
- * flush began, so a region written between every pair of flushes stays
- * marked and costs no extra fdatasync; one left alone is cleared by the
- * second flush after its last write.  Cleared marks are written without
- * a sync of their own (the next mark's fdatasync or the close carries
- * them); a crash before they reach the disk only costs a rescan.
+ * Clearing is lazy, as md clears its bits only after a delay: a flush
+ * clears the mark of a region only if no write into it is in flight and
+ * none went into it during the STORE_FILE_LOG_IDLE_FLUSHES flush
+ * intervals before this flush, so regions written now and then under a
+ * random load stay marked and cost no extra fdatasync; one left alone is
+ * cleared by the 65th flush after its last write.  Cleared marks are
+ * written without a sync of their own (the next mark's fdatasync or the
+ * close carries them); a crash before they reach the disk only costs a
+ * rescan.
  *
  * Thread-safe: one mutex guards the marks and their I/O.
  */
@@ -51,6 +53,10 @@
  * before it; smaller regions cost more marks (fdatasyncs) under random
  * writes. */
 #define STORE_FILE_LOG_REGION_DEFAULT (UINT64_C (64) << 20)
+
+/* Whole flush intervals a region must go unwritten before a flush
+ * clears its mark. */
+#define STORE_FILE_LOG_IDLE_FLUSHES 64
 
 /* The log of one file store. */
 struct store_file_log {
