@@ -30,6 +30,7 @@ stabledif_create (void)
   h->policy = STABLEDIF_POLICY_AUTO;
   h->effective = STABLEDIF_POLICY_AUTO;
   h->want_conns = 1;
+  h->poll = ppoll;
   for (i = 0; i < STABLEDIF_MAX_CONNECTIONS; i++) {
     struct io_conn *c = &h->conns[i];
     c->h = h;

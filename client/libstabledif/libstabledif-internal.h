@@ -21,7 +21,9 @@
 #ifndef STABLEDIF_INTERNAL_H
 #define STABLEDIF_INTERNAL_H
 
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -338,9 +340,18 @@ struct io_conn {
                                    handle's) */
 };
 
+/* How the I/O threads wait for their sockets and wake-up pipes:
+ * ppoll(2)'s contract. */
+typedef int (*io_poll_fn) (struct pollfd *fds, nfds_t nfds,
+                           const struct timespec *timeout,
+                           const sigset_t *sigmask);
+
 /* The handle. */
 struct stabledif_handle {
   pthread_mutex_t lock;         /* protects the fields marked (lock) */
+  io_poll_fn poll;              /* ppoll; a unit test may replace it
+                                   before connect to make polls fail
+                                   (read only by the I/O threads) */
 
   /* Settings (lock for writers; the atomic ones are read without it). */
   enum stabledif_policy policy; /* requested policy */

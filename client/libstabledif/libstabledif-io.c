@@ -3,9 +3,10 @@
  *
  * Callers build a request and queue it on a connection (io_submit).
  * Each connection's I/O thread takes requests off its queue in order
- * once their race delay has passed, hands them to the path that issues
- * them (copy-out for writes), polls its libnbd socket and its wake-up
- * pipe, and completes requests when their last NBD command is answered:
+ * once their race delay has passed, in batches (IO_BATCH_MAX), hands them
+ * to the path that issues them (copy-out for writes), polls its libnbd
+ * socket and its wake-up pipe after each batch, and completes requests
+ * when their last NBD command is answered:
  * path completion, then the caller's callback or the waiting synchronous
  * caller.
  */
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -517,15 +519,23 @@ flush_issue (struct request *r)
   io_request_put (r);
 }
 
+/* The most requests the I/O thread issues before it reads the replies
+ * that have come: under a flood of submissions a batch of everything
+ * queued would grow with every round, and replies would wait longer and
+ * longer. */
+#define IO_BATCH_MAX 64
+
 /* Take C's queued requests off its queue (c->lock held): all of them if
- * ALL, else those whose delay has passed at NOW.  Returns them in
- * order, linked by next. */
+ * ALL, else those whose delay has passed at NOW, at most IO_BATCH_MAX.
+ * Returns them in order, linked by next. */
 static struct request *
 take_queued (struct io_conn *c, bool all, uint64_t now)
 {
   struct request *ready = NULL, **tail = &ready, *r;
+  unsigned n = 0;
 
-  while ((r = c->queue_head) != NULL && (all || r->ready_ns <= now)) {
+  while ((r = c->queue_head) != NULL &&
+         (all || (r->ready_ns <= now && n++ < IO_BATCH_MAX))) {
     c->queue_head = r->next;
     if (c->queue_head == NULL)
       c->queue_tail = NULL;
@@ -607,12 +617,117 @@ issue (struct request *r)
   }
 }
 
+/* Connection C was declared lost (connection_lost) for a reason libnbd
+ * has not seen itself: a failed poll, or a socket that is no longer
+ * open.  Make libnbd fail the commands it holds (ENOTCONN, through their
+ * completion callbacks): if the socket is still OPEN, shut it down so
+ * that libnbd reads end-of-file; then let libnbd's state machine run in
+ * the direction it wants until it finds the connection dead, a few steps
+ * at most (reading end-of-file, or a socket that is gone, kills it at
+ * once). */
+static void
+abandon_commands (struct io_conn *c, bool open)
+{
+  int fd = nbd_aio_get_fd (c->nbd);
+  unsigned step;
+
+  if (open && fd >= 0)
+    shutdown (fd, SHUT_RDWR);
+  for (step = 0; step < 8; step++) {
+    unsigned dir;
+
+    if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd))
+      return;
+    dir = nbd_aio_get_direction (c->nbd);
+    if (dir & LIBNBD_AIO_DIRECTION_READ)
+      nbd_aio_notify_read (c->nbd);
+    else if (dir & LIBNBD_AIO_DIRECTION_WRITE)
+      nbd_aio_notify_write (c->nbd);
+    else
+      return;
+  }
+}
+
+/* Poll of connection C failed with errno ERR (not EINTR): the
+ * connection is lost, and everything in flight or queued on it fails.
+ * A short pause keeps a poll that keeps failing from spinning. */
+static void
+poll_failed (struct io_conn *c, int err)
+{
+  const struct timespec pause = { .tv_sec = 0, .tv_nsec = 1000000 };
+  char why[256];
+
+  snprintf (why, sizeof why, "poll: %s", strerror (err));
+  connection_lost (c, why);
+  abandon_commands (c, true);
+  nanosleep (&pause, NULL);
+}
+
 /* Whether C's libnbd handle has died; if so, connection_lost. */
 static void
 check_alive (struct io_conn *c, const char *why)
 {
   if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd))
     connection_lost (c, why);
+}
+
+/* Whether a reply is waiting on C's socket, which libnbd wants to read:
+ * 1 if so, 0 if not (or the socket is in another state that the next
+ * full poll deals with), -1 if the poll failed (connection lost). */
+static int
+reply_waiting (struct io_conn *c)
+{
+  const struct timespec zero = { .tv_sec = 0, .tv_nsec = 0 };
+  struct pollfd p;
+  int r;
+
+  if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd) ||
+      !(nbd_aio_get_direction (c->nbd) & LIBNBD_AIO_DIRECTION_READ))
+    return 0;
+  p.fd = nbd_aio_get_fd (c->nbd);
+  p.events = POLLIN;
+  p.revents = 0;
+  if (p.fd < 0)
+    return 0;
+  r = c->h->poll (&p, 1, &zero, NULL);
+  if (r == -1 && errno == EINTR)
+    return 0;                   /* the next full poll looks again */
+  if (r == -1) {
+    poll_failed (c, errno);
+    return -1;
+  }
+  return (p.revents & POLLIN) != 0;
+}
+
+/* C's socket polled REV while libnbd wanted DIR: let libnbd read or
+ * write.  In the middle of sending commands libnbd reads one reply per
+ * notification, so go on reading while replies are waiting, at most
+ * IO_BATCH_MAX more: replies keep pace with the requests issued, however
+ * many are queued.  A failure of libnbd loses the connection. */
+static void
+service_socket (struct io_conn *c, unsigned dir, short rev)
+{
+  unsigned n;
+  int rc = 0, w;
+
+  if ((rev & POLLIN) ||
+      ((rev & (POLLHUP | POLLERR)) && (dir & LIBNBD_AIO_DIRECTION_READ)))
+    rc = nbd_aio_notify_read (c->nbd);
+  else if (rev & (POLLOUT | POLLHUP | POLLERR))
+    rc = nbd_aio_notify_write (c->nbd);
+  for (n = 0; rc == 0 && n < IO_BATCH_MAX; n++) {
+    w = reply_waiting (c);
+    if (w == -1)
+      return;
+    if (w == 0)
+      break;
+    rc = nbd_aio_notify_read (c->nbd);
+  }
+  if (rc == -1)
+    connection_lost (c, nbd_get_error () ? nbd_get_error ()
+                     : strerror (nbd_get_errno ()));
+  else
+    check_alive (c, "the server closed the connection");
 }
 
 /* The I/O thread of connection ARG: issue requests whose delay has
@@ -633,7 +748,7 @@ io_thread (void *arg)
     struct timespec ts, *timeout = NULL;
     struct pollfd fds[2];
     nfds_t nfds = 1;
-    bool stop, dead;
+    bool stop, dead, more;
     uint64_t now;
     unsigned dir;
 
@@ -645,7 +760,8 @@ io_thread (void *arg)
     dead = atomic_load (&h->dead);
     ready = take_queued (c, dead, now);
     if (c->queue_head) {
-      uint64_t wait = c->queue_head->ready_ns - now;
+      uint64_t wait = c->queue_head->ready_ns > now
+        ? c->queue_head->ready_ns - now : 0;
       ts.tv_sec = wait / 1000000000u;
       ts.tv_nsec = wait % 1000000000u;
       timeout = &ts;
@@ -677,7 +793,17 @@ io_thread (void *arg)
         check_alive (c, nbd_get_error () ? nbd_get_error ()
                      : "the server closed the connection");
       }
-      continue;                 /* look at the queue again */
+      /* If more is queued, read the replies that have come before
+       * taking it: under a flood of submissions the queue would never
+       * be empty, and replies left unread would stall the server and
+       * every request waiting for one. */
+      pthread_mutex_lock (&c->lock);
+      more = c->queue_head != NULL;
+      pthread_mutex_unlock (&c->lock);
+      if (!more)
+        continue;               /* look at the queue again */
+      ts.tv_sec = ts.tv_nsec = 0;
+      timeout = &ts;
     }
 
     fds[0].fd = c->wake[0];
@@ -694,13 +820,11 @@ io_thread (void *arg)
         nfds = 2;
     }
 
-    if (ppoll (fds, nfds, timeout, NULL) == -1) {
-      char why[256];
-      if (errno == EINTR)
-        continue;
-      snprintf (why, sizeof why, "poll: %s", strerror (errno));
-      connection_lost (c, why);
-      lost = true;
+    if (h->poll (fds, nfds, timeout, NULL) == -1) {
+      if (errno != EINTR) {
+        poll_failed (c, errno);
+        lost = true;
+      }
       continue;
     }
     if (fds[0].revents & POLLIN) {
@@ -710,21 +834,15 @@ io_thread (void *arg)
       while (read (c->wake[0], buf, sizeof buf) == (ssize_t) sizeof buf)
         ;
     }
-    if (nfds == 2 && fds[1].revents) {
-      short rev = fds[1].revents;
-      int rc = 0;
-
-      if ((rev & POLLIN) ||
-          ((rev & (POLLHUP | POLLERR)) && (dir & LIBNBD_AIO_DIRECTION_READ)))
-        rc = nbd_aio_notify_read (c->nbd);
-      else if (rev & (POLLOUT | POLLHUP | POLLERR))
-        rc = nbd_aio_notify_write (c->nbd);
-      if (rc == -1)
-        connection_lost (c, nbd_get_error () ? nbd_get_error ()
-                         : strerror (nbd_get_errno ()));
-      else
-        check_alive (c, "the server closed the connection");
+    if (nfds == 2 && (fds[1].revents & POLLNVAL)) {
+      /* The socket was closed under libnbd: it would poll the same way
+       * for ever. */
+      connection_lost (c, "poll: the socket is no longer open");
+      abandon_commands (c, false);
+      lost = true;
     }
+    else if (nfds == 2 && fds[1].revents)
+      service_socket (c, dir, fds[1].revents);
   }
   return NULL;
 }
