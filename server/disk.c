@@ -146,6 +146,7 @@ disk_open (const struct disk_config *cfg)
   struct disk *d;
   struct store_geometry g;
   struct store_file_opts fo = { 0 };
+  struct stats_tally t;         /* the blocks the store recovered */
 
   if (disk_config_check (cfg) == -1) {
     errno = EINVAL;
@@ -189,7 +190,9 @@ disk_open (const struct disk_config *cfg)
     cfg->error ("the ring of the last %zu events: %m", d->cfg.event_ring);
     goto err_store;
   }
-  stats_add (&d->stats.c.blocks_recovered, d->store->recovered_blocks);
+  stats_tally_none (&t);
+  t.blocks_recovered = d->store->recovered_blocks;
+  stats_commit (&d->stats, 0, &t);
   if (cfg->events_path &&
       stats_open_events (&d->stats, cfg->events_path) == -1) {
     cfg->error ("events=%s: %m", cfg->events_path);
@@ -359,6 +362,7 @@ disk_read_only (const struct disk *d)
 struct failures {
   struct disk *d;               /* the disk */
   const struct disk_io *io;     /* who asked */
+  struct stats_tally *t;        /* the request's counts */
   enum stats_op op;             /* request operation */
   uint64_t offset, length;      /* request, bytes in its view */
   bool host_pi;                 /* the host's PI failed (write_errors);
@@ -372,7 +376,6 @@ static void
 on_failure (void *opaque, const struct pi_error *err)
 {
   struct failures *f = opaque;
-  struct stats_counters *c = &f->d->stats.c;
   struct stats_event ev = {
     .conn = f->io->conn,
     .view = f->io->view,
@@ -387,17 +390,20 @@ on_failure (void *opaque, const struct pi_error *err)
 
   if (f->count++ == 0)
     f->first = *err;
-  stats_add (f->host_pi ? &c->write_errors[err->check]
-                        : &c->read_errors[err->check], 1);
+  f->t->rare = true;
+  if (f->host_pi)
+    f->t->write_errors[err->check]++;
+  else
+    f->t->read_errors[err->check]++;
   stats_record (&f->d->stats, &ev);
 }
 
-/* Count what a verify saw. */
+/* Count what a verify saw into T. */
 static void
-count_verified (struct disk *d, const struct pi_verify_stats *vs)
+count_verified (struct stats_tally *t, const struct pi_verify_stats *vs)
 {
-  stats_add (&d->stats.c.blocks_verified, vs->verified);
-  stats_add (&d->stats.c.blocks_escaped, vs->escaped);
+  t->blocks_verified += vs->verified;
+  t->blocks_escaped += vs->escaped;
 }
 
 /* Verify one stored block (data BLK, tuple TUP) at LBA, counting it and
@@ -411,8 +417,10 @@ verify_one (struct disk *d, struct failures *f, const uint8_t *blk,
 
   if (pi_verify_block (&d->pi, blk, tup, lba, &escaped, &err) != PI_CHECK_OK)
     on_failure (f, &err);
-  stats_add (escaped ? &d->stats.c.blocks_escaped
-                     : &d->stats.c.blocks_verified, 1);
+  if (escaped)
+    f->t->blocks_escaped++;
+  else
+    f->t->blocks_verified++;
 }
 
 /* "LBA 12 fails the guard check: expected 0x1234, found 0x1235" */
@@ -473,15 +481,15 @@ struct partial {
 
 /* data view read. */
 static int
-data_read (struct disk *d, const struct disk_io *io, uint8_t *buf,
-           uint64_t count, uint64_t offset)
+data_read (struct disk *d, const struct disk_io *io, struct stats_tally *t,
+           uint8_t *buf, uint64_t count, uint64_t offset)
 {
   struct span s;
   struct partial head, tail;
   struct range_held h;
   struct failures f = {
-    .d = d, .io = io, .op = STATS_OP_READ, .offset = offset, .length = count,
-    .host_pi = false,
+    .d = d, .io = io, .t = t, .op = STATS_OP_READ, .offset = offset,
+    .length = count, .host_pi = false,
   };
   struct pi_verify_stats vs = { 0 };
   uint8_t *pi = NULL;
@@ -523,14 +531,15 @@ data_read (struct disk *d, const struct disk_io *io, uint8_t *buf,
     if (s.mid_n) {
       pi_verify_sep (&d->pi, buf + s.mid_at, pi, s.mid_n, s.mid_lba, &vs,
                      on_failure, &f);
-      count_verified (d, &vs);
+      count_verified (t, &vs);
     }
     if (s.tail_len)
       verify_one (d, &f, tail.data, tail.tuple, s.tail_lba);
   }
 
   if (f.count > 0) {
-    stats_add (&d->stats.c.reads_failed, 1);
+    t->rare = true;
+    t->reads_failed++;
     describe_failure (&f, what, sizeof what);
     disk_pi_error (d, "data view read: stored %s (%" PRIu64 " of %"
                    PRIu64 " blocks failed; offset %" PRIu64 " count %"
@@ -558,26 +567,28 @@ read_partial (struct disk *d, struct failures *f, uint64_t lba,
 }
 
 /* Store partial block LBA after merging: new PI, then write.  Counts
- * the block as generated once it is stored. */
+ * the block as generated into T once it is stored. */
 static int
-write_partial (struct disk *d, uint64_t lba, struct partial *p, bool fua)
+write_partial (struct disk *d, struct stats_tally *t, uint64_t lba,
+               struct partial *p, bool fua)
 {
   if (has_pi (d))
     pi_generate_block (&d->pi, p->data, lba, p->tuple);
   if (d->store->ops->write (d->store, lba, 1, p->data, p->tuple, fua) == -1)
     return -1;
   if (has_pi (d))
-    stats_add (&d->stats.c.blocks_generated, 1);
+    t->blocks_generated++;
   return 0;
 }
 
 /* Put back partial block LBA as it was (OLD, read under the same lock)
- * after a later piece of the request failed, and uncount its PI.  The
+ * after a later piece of the request failed, and uncount its PI in T.  The
  * block's memory is there already, so on the memory store this cannot
  * fail; if a store fails it anyway, say so: the block then holds the
  * merged data with its PI, not the old. */
 static void
-restore_partial (struct disk *d, uint64_t lba, const struct partial *old)
+restore_partial (struct disk *d, struct stats_tally *t, uint64_t lba,
+                 const struct partial *old)
 {
   const int e = errno;          /* the request's error */
 
@@ -586,7 +597,7 @@ restore_partial (struct disk *d, uint64_t lba, const struct partial *old)
     disk_error (&d->cfg, "LBA %" PRIu64 ": could not put the block back "
                 "after the request failed: it holds the new data", lba);
   else if (has_pi (d))
-    stats_add (&d->stats.c.blocks_generated, (uint64_t) -1);
+    t->blocks_generated--;
   errno = e;
 }
 
@@ -644,16 +655,17 @@ write_run (void *opaque, uint64_t lba, uint64_t nblocks, uint8_t *data,
 
 /* Store the whole blocks of a data view write (span S of BUF) with PI
  * (S->mid_n tuples made from BUF; NULL for format none), under the
- * caller's lock, for a store that does not lend its memory. */
+ * caller's lock, for a store that does not lend its memory.  Counts
+ * them into T. */
 static int
-write_mid (struct disk *d, const struct span *s, const uint8_t *buf,
-           const uint8_t *pi, bool fua)
+write_mid (struct disk *d, struct stats_tally *t, const struct span *s,
+           const uint8_t *buf, const uint8_t *pi, bool fua)
 {
   int r = d->store->ops->write (d->store, s->mid_lba, s->mid_n,
                                 buf + s->mid_at, pi, fua);
 
   if (r == 0 && has_pi (d))
-    stats_add (&d->stats.c.blocks_generated, s->mid_n);
+    t->blocks_generated += s->mid_n;
   return r;
 }
 
@@ -662,6 +674,7 @@ write_mid (struct disk *d, const struct span *s, const uint8_t *buf,
 struct modify {
   struct disk *d;               /* the disk */
   const struct disk_io *io;     /* who asked */
+  struct stats_tally *t;        /* the request's counts */
   enum stats_op op;             /* write, zero or trim */
   const uint8_t *buf;           /* the data of a write; NULL otherwise */
   uint64_t count, offset;       /* the request, bytes in the data view */
@@ -710,7 +723,7 @@ read_partials (struct modify *m)
   struct disk *d = m->d;
   const struct span *s = &m->s;
   struct failures f = {
-    .d = d, .io = m->io, .op = m->op, .offset = m->offset,
+    .d = d, .io = m->io, .t = m->t, .op = m->op, .offset = m->offset,
     .length = m->count, .host_pi = false, /* a partial block's stored PI */
   };
   char what[160];
@@ -778,7 +791,7 @@ store_in_place (struct modify *m)
   r = d->store->ops->write_in_place (d->store, s->first, s->nblocks,
                                      write_run, &w, m->fua);
   if (r == 0 && has_pi (d))
-    stats_add (&d->stats.c.blocks_generated, s->nblocks);
+    m->t->blocks_generated += s->nblocks;
   return r;
 }
 
@@ -797,15 +810,15 @@ store_pieces (struct modify *m)
   int r = 0;
 
   if (s->tail_len)
-    r = write_partial (d, s->tail_lba, &m->tail, m->piece_fua);
+    r = write_partial (d, m->t, s->tail_lba, &m->tail, m->piece_fua);
   if (r == 0 && s->head_len) {
-    r = write_partial (d, s->head_lba, &m->head, m->piece_fua);
+    r = write_partial (d, m->t, s->head_lba, &m->head, m->piece_fua);
     if (r == -1 && s->tail_len)   /* then tail_old was kept */
-      restore_partial (d, s->tail_lba, &m->tail_old);
+      restore_partial (d, m->t, s->tail_lba, &m->tail_old);
   }
   if (r == 0 && s->mid_n) {
     if (m->op == STATS_OP_WRITE)
-      r = write_mid (d, s, m->buf, m->pi, m->piece_fua);
+      r = write_mid (d, m->t, s, m->buf, m->pi, m->piece_fua);
     else
       r = d->store->ops->zero (d->store, s->mid_lba, s->mid_n,
                                m->piece_fua);
@@ -818,10 +831,11 @@ store_pieces (struct modify *m)
 /* data view write, zero or trim (OP).  BUF is the data for a write and
  * NULL otherwise.  Whole blocks are written with generated PI (write) or
  * zeroed (zero, trim); partial blocks are merged (write), merged with
- * zeros (zero) or left alone (trim: it is advisory). */
+ * zeros (zero) or left alone (trim: it is advisory).  Counts into T. */
 static int
-data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
-             const uint8_t *buf, uint64_t count, uint64_t offset, bool fua)
+data_modify (struct disk *d, const struct disk_io *io, struct stats_tally *t,
+             enum stats_op op, const uint8_t *buf, uint64_t count,
+             uint64_t offset, bool fua)
 {
   struct modify m;              /* not zeroed: the partial blocks are
                                    filled in by read_partials */
@@ -831,6 +845,7 @@ data_modify (struct disk *d, const struct disk_io *io, enum stats_op op,
 
   m.d = d;
   m.io = io;
+  m.t = t;
   m.op = op;
   m.buf = buf;
   m.count = count;
@@ -912,14 +927,14 @@ dif_read (struct disk *d, uint8_t *buf, uint64_t count, uint64_t offset)
 
 /* dif view write: verify every block, then store all or nothing. */
 static int
-dif_write (struct disk *d, const struct disk_io *io, const uint8_t *buf,
-           uint64_t count, uint64_t offset, bool fua)
+dif_write (struct disk *d, const struct disk_io *io, struct stats_tally *t,
+           const uint8_t *buf, uint64_t count, uint64_t offset, bool fua)
 {
   const uint64_t iv = d->pi.interval, tu = d->pi.format->tuple_size;
   const uint64_t ext = iv + tu;
   const uint64_t lba = offset / ext, n = count / ext;
   struct failures f = {
-    .d = d, .io = io, .op = STATS_OP_WRITE, .offset = offset,
+    .d = d, .io = io, .t = t, .op = STATS_OP_WRITE, .offset = offset,
     .length = count, .host_pi = true,
   };
   struct pi_verify_stats vs = { 0 };
@@ -948,10 +963,11 @@ dif_write (struct disk *d, const struct disk_io *io, const uint8_t *buf,
     pi_verify_split_ext (&d->pi, buf, data, data + n * iv, n, lba, &vs,
                          on_failure, &f);
   }
-  count_verified (d, &vs);
+  count_verified (t, &vs);
   if (f.count > 0) {
     free (data);
-    stats_add (&d->stats.c.writes_rejected, 1);
+    t->rare = true;
+    t->writes_rejected++;
     describe_failure (&f, what, sizeof what);
     disk_pi_error (d, "dif view write rejected: %s (%" PRIu64 " of %"
                    PRIu64 " blocks failed; offset %" PRIu64 " count %"
@@ -991,32 +1007,82 @@ dif_zero (struct disk *d, uint64_t count, uint64_t offset, bool fua)
   return r;
 }
 
-int
-disk_pread (struct disk *d, const struct disk_io *io, void *buf,
-            uint64_t count, uint64_t offset)
+/* Add the counts T of a request of IO that returned R to the counters,
+ * all at once, keeping the request's errno.  Returns R. */
+static int
+count_request (struct disk *d, const struct disk_io *io,
+               const struct stats_tally *t, int r)
 {
-  stats_request (&d->stats, io->view, STATS_OP_READ, count);
+  const int e = errno;
+
+  stats_commit (&d->stats, io->conn, t);
+  errno = e;
+  return r;
+}
+
+/* disk_pread, counting into T. */
+static int
+pread_view (struct disk *d, const struct disk_io *io, struct stats_tally *t,
+            void *buf, uint64_t count, uint64_t offset)
+{
   if (check_request (d, io, STATS_OP_READ, count, offset) == -1)
     return -1;
   if (count == 0)
     return 0;
   if (io->view == PROFILE_VIEW_DIF)
     return dif_read (d, buf, count, offset);
-  return data_read (d, io, buf, count, offset);
+  return data_read (d, io, t, buf, count, offset);
+}
+
+int
+disk_pread (struct disk *d, const struct disk_io *io, void *buf,
+            uint64_t count, uint64_t offset)
+{
+  struct stats_tally t;
+
+  stats_tally_request (&t, io->view, STATS_OP_READ, count);
+  return count_request (d, io, &t,
+                        pread_view (d, io, &t, buf, count, offset));
+}
+
+/* disk_pwrite, counting into T. */
+static int
+pwrite_view (struct disk *d, const struct disk_io *io, struct stats_tally *t,
+             const void *buf, uint64_t count, uint64_t offset, bool fua)
+{
+  if (check_request (d, io, STATS_OP_WRITE, count, offset) == -1)
+    return -1;
+  if (count == 0)
+    return 0;
+  if (io->view == PROFILE_VIEW_DIF)
+    return dif_write (d, io, t, buf, count, offset, fua);
+  return data_modify (d, io, t, STATS_OP_WRITE, buf, count, offset, fua);
 }
 
 int
 disk_pwrite (struct disk *d, const struct disk_io *io, const void *buf,
              uint64_t count, uint64_t offset, bool fua)
 {
-  stats_request (&d->stats, io->view, STATS_OP_WRITE, count);
-  if (check_request (d, io, STATS_OP_WRITE, count, offset) == -1)
+  struct stats_tally t;
+
+  stats_tally_request (&t, io->view, STATS_OP_WRITE, count);
+  return count_request (d, io, &t,
+                        pwrite_view (d, io, &t, buf, count, offset, fua));
+}
+
+/* zero and trim (OP), counting into T. */
+static int
+zero_or_trim_view (struct disk *d, const struct disk_io *io,
+                   struct stats_tally *t, enum stats_op op, uint64_t count,
+                   uint64_t offset, bool fua)
+{
+  if (check_request (d, io, op, count, offset) == -1)
     return -1;
   if (count == 0)
     return 0;
   if (io->view == PROFILE_VIEW_DIF)
-    return dif_write (d, io, buf, count, offset, fua);
-  return data_modify (d, io, STATS_OP_WRITE, buf, count, offset, fua);
+    return dif_zero (d, count, offset, fua);
+  return data_modify (d, io, t, op, NULL, count, offset, fua);
 }
 
 /* zero and trim (OP). */
@@ -1024,14 +1090,12 @@ static int
 zero_or_trim (struct disk *d, const struct disk_io *io, enum stats_op op,
               uint64_t count, uint64_t offset, bool fua)
 {
-  stats_request (&d->stats, io->view, op, count);
-  if (check_request (d, io, op, count, offset) == -1)
-    return -1;
-  if (count == 0)
-    return 0;
-  if (io->view == PROFILE_VIEW_DIF)
-    return dif_zero (d, count, offset, fua);
-  return data_modify (d, io, op, NULL, count, offset, fua);
+  struct stats_tally t;
+
+  stats_tally_request (&t, io->view, op, count);
+  return count_request (d, io, &t,
+                        zero_or_trim_view (d, io, &t, op, count, offset,
+                                           fua));
 }
 
 int
@@ -1051,8 +1115,10 @@ disk_trim (struct disk *d, const struct disk_io *io, uint64_t count,
 int
 disk_flush (struct disk *d, const struct disk_io *io)
 {
-  stats_request (&d->stats, io->view, STATS_OP_FLUSH, 0);
-  return d->store->ops->flush (d->store);
+  struct stats_tally t;
+
+  stats_tally_request (&t, io->view, STATS_OP_FLUSH, 0);
+  return count_request (d, io, &t, d->store->ops->flush (d->store));
 }
 
 int
@@ -1121,6 +1187,7 @@ disk_inject (struct disk *d, enum disk_inject_kind kind, uint64_t lba)
   const char *name = inject_name (kind);
   struct partial b;
   struct pi_tuple t;
+  struct stats_tally tally;     /* the injection, counted */
   struct range_held h;
   uint64_t g;
   int r;
@@ -1192,8 +1259,11 @@ disk_inject (struct disk *d, enum disk_inject_kind kind, uint64_t lba)
   }
   pi_tuple_encode (fmt, &t, b.tuple);
   r = d->store->ops->write (d->store, lba, 1, b.data, b.tuple, false);
-  if (r == 0)
-    stats_add (&d->stats.c.injections, 1);
+  if (r == 0) {
+    stats_tally_none (&tally);
+    tally.injections = 1;
+    stats_commit (&d->stats, 0, &tally);
+  }
 
  out:
   unlock_blocks (d, &h);

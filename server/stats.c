@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* stabledif: counters and the event ring (see stats.h for the contract).
  *
- * Counters are relaxed atomics: each one is exact, but a snapshot taken
- * while requests run is not a single instant across counters.
+ * Counters: a tally is added to one block under the block's lock, and
+ * a snapshot copies each block under its lock and sums them.  Every
+ * counter relation a request keeps (its bytes with its requests, its
+ * PI errors with its rejection) is a sum over requests, so it holds in
+ * each block and therefore in the sum, even though the blocks are not
+ * copied at one instant.  Readers could skip the lock with a sequence
+ * count, but writers need one anyway (a block has many), and readers
+ * are rare.
  *
  * The ring keeps event seq at slot (seq - 1) % ring_size.  A slot whose
  * stored seq differs from the one asked for has been overwritten (the
@@ -39,13 +45,26 @@ stats_op_name (enum stats_op op)
 int
 stats_init (struct stats *s, size_t ring_size)
 {
+  size_t i;
+
   memset (s, 0, sizeof *s);
   s->next_seq = 1;
   s->ring_size = ring_size;
+  s->blocks = aligned_alloc (_Alignof (struct stats_block),
+                             STATS_BLOCKS * sizeof *s->blocks);
+  if (s->blocks == NULL)
+    return -1;
   if (ring_size > 0) {
     s->ring = calloc (ring_size, sizeof *s->ring);
-    if (s->ring == NULL)
+    if (s->ring == NULL) {
+      free (s->blocks);
+      s->blocks = NULL;
       return -1;
+    }
+  }
+  for (i = 0; i < STATS_BLOCKS; i++) {
+    memset (&s->blocks[i], 0, sizeof s->blocks[i]);
+    pthread_mutex_init (&s->blocks[i].lock, NULL);
   }
   pthread_mutex_init (&s->lock, NULL);
   return 0;
@@ -61,20 +80,59 @@ stats_open_events (struct stats *s, const char *events_path)
 void
 stats_destroy (struct stats *s)
 {
+  size_t i;
+
   if (s->events_file)
     fclose (s->events_file);
   s->events_file = NULL;
   free (s->ring);
   s->ring = NULL;
+  if (s->blocks) {
+    for (i = 0; i < STATS_BLOCKS; i++)
+      pthread_mutex_destroy (&s->blocks[i].lock);
+    free (s->blocks);
+    s->blocks = NULL;
+  }
   pthread_mutex_destroy (&s->lock);
 }
 
-void
-stats_request (struct stats *s, enum profile_view view, enum stats_op op,
-               uint64_t bytes)
+/* Add the per-check counts of T into SUM. */
+static void
+add_checks (uint64_t sum[4], const uint64_t t[4])
 {
-  stats_add (&s->c.requests[view][op], 1);
-  stats_add (&s->c.bytes[view][op], bytes);
+  size_t c;
+
+  for (c = 0; c < 4; c++)
+    sum[c] += t[c];
+}
+
+/* Add the rare counts of T into SUM. */
+static void
+add_rare (struct stats_snapshot *sum, const struct stats_tally *t)
+{
+  sum->blocks_recovered += t->blocks_recovered;
+  add_checks (sum->write_errors, t->write_errors);
+  add_checks (sum->read_errors, t->read_errors);
+  sum->writes_rejected += t->writes_rejected;
+  sum->reads_failed += t->reads_failed;
+  sum->injections += t->injections;
+}
+
+void
+stats_commit (struct stats *s, uint64_t conn, const struct stats_tally *t)
+{
+  struct stats_block *b = &s->blocks[conn % STATS_BLOCKS];
+  struct stats_snapshot *sum = &b->sum;
+
+  pthread_mutex_lock (&b->lock);
+  sum->requests[t->view][t->op] += t->requests;
+  sum->bytes[t->view][t->op] += t->bytes;
+  sum->blocks_verified += t->blocks_verified;
+  sum->blocks_generated += t->blocks_generated;
+  sum->blocks_escaped += t->blocks_escaped;
+  if (t->rare)
+    add_rare (sum, t);
+  pthread_mutex_unlock (&b->lock);
 }
 
 /* Write EV to the events file as one JSON line.  Called with the lock
@@ -136,54 +194,51 @@ stats_events_since (struct stats *s, uint64_t since, struct stats_event *out,
   return n;
 }
 
+/* Add every counter of B into OUT. */
+static void
+add_snapshot (struct stats_snapshot *out, const struct stats_snapshot *b)
+{
+  size_t v, o;
+
+  for (v = 0; v < STATS_VIEW_COUNT; v++)
+    for (o = 0; o < STATS_OP_COUNT; o++) {
+      out->requests[v][o] += b->requests[v][o];
+      out->bytes[v][o] += b->bytes[v][o];
+    }
+  out->blocks_verified += b->blocks_verified;
+  out->blocks_generated += b->blocks_generated;
+  out->blocks_escaped += b->blocks_escaped;
+  out->blocks_recovered += b->blocks_recovered;
+  add_checks (out->write_errors, b->write_errors);
+  add_checks (out->read_errors, b->read_errors);
+  out->writes_rejected += b->writes_rejected;
+  out->reads_failed += b->reads_failed;
+  out->injections += b->injections;
+}
+
 void
 stats_snapshot (struct stats *s, struct stats_snapshot *out)
 {
-  size_t v, o, c;
+  size_t i;
 
-#define LOAD(x) atomic_load_explicit (&(x), memory_order_relaxed)
-  for (v = 0; v < STATS_VIEW_COUNT; v++)
-    for (o = 0; o < STATS_OP_COUNT; o++) {
-      out->requests[v][o] = LOAD (s->c.requests[v][o]);
-      out->bytes[v][o] = LOAD (s->c.bytes[v][o]);
-    }
-  out->blocks_verified = LOAD (s->c.blocks_verified);
-  out->blocks_generated = LOAD (s->c.blocks_generated);
-  out->blocks_escaped = LOAD (s->c.blocks_escaped);
-  out->blocks_recovered = LOAD (s->c.blocks_recovered);
-  for (c = 0; c < 4; c++) {
-    out->write_errors[c] = LOAD (s->c.write_errors[c]);
-    out->read_errors[c] = LOAD (s->c.read_errors[c]);
+  memset (out, 0, sizeof *out);
+  for (i = 0; i < STATS_BLOCKS; i++) {
+    pthread_mutex_lock (&s->blocks[i].lock);
+    add_snapshot (out, &s->blocks[i].sum);
+    pthread_mutex_unlock (&s->blocks[i].lock);
   }
-  out->writes_rejected = LOAD (s->c.writes_rejected);
-  out->reads_failed = LOAD (s->c.reads_failed);
-  out->injections = LOAD (s->c.injections);
-#undef LOAD
 }
 
 void
 stats_reset (struct stats *s)
 {
-  size_t v, o, c;
+  size_t i;
 
-#define ZERO(x) atomic_store_explicit (&(x), 0, memory_order_relaxed)
-  for (v = 0; v < STATS_VIEW_COUNT; v++)
-    for (o = 0; o < STATS_OP_COUNT; o++) {
-      ZERO (s->c.requests[v][o]);
-      ZERO (s->c.bytes[v][o]);
-    }
-  ZERO (s->c.blocks_verified);
-  ZERO (s->c.blocks_generated);
-  ZERO (s->c.blocks_escaped);
-  ZERO (s->c.blocks_recovered);
-  for (c = 0; c < 4; c++) {
-    ZERO (s->c.write_errors[c]);
-    ZERO (s->c.read_errors[c]);
+  for (i = 0; i < STATS_BLOCKS; i++) {
+    pthread_mutex_lock (&s->blocks[i].lock);
+    memset (&s->blocks[i].sum, 0, sizeof s->blocks[i].sum);
+    pthread_mutex_unlock (&s->blocks[i].lock);
   }
-  ZERO (s->c.writes_rejected);
-  ZERO (s->c.reads_failed);
-  ZERO (s->c.injections);
-#undef ZERO
 
   pthread_mutex_lock (&s->lock);
   if (s->ring_size > 0)

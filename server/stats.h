@@ -2,15 +2,19 @@
 /* stabledif: counters and the event ring (nbdkit-stabledif-plugin(1),
  * COUNTERS).
  *
- * Counters are 64-bit atomics, updated without locks on the I/O path.
- * Events record the most recent failures in a ring (mutex-protected: they
- * are rare) and, optionally, are appended to a file as JSON lines.
+ * A request gathers what it adds to the counters in a tally as it runs
+ * and adds the whole tally in one step when it finishes, so a snapshot
+ * holds every request either entirely or not at all.  The counters are
+ * kept in a few blocks, each behind a small lock held only for that
+ * step: requests of different connections rarely meet.  Events record
+ * the most recent failures in a ring (mutex-protected: they are rare)
+ * and, optionally, are appended to a file as JSON lines.
  */
 #ifndef STABLEDIF_STATS_H
 #define STABLEDIF_STATS_H
 
 #include <pthread.h>
-#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -34,31 +38,59 @@ enum stats_op {
 /* "read", "write", "trim", "zero", "flush". */
 const char *stats_op_name (enum stats_op op);
 
-/* The counters.  Indexed by [view][op] and by enum pi_check (index 0,
- * PI_CHECK_OK, is unused). */
-struct stats_counters {
-  _Atomic uint64_t requests[STATS_VIEW_COUNT][STATS_OP_COUNT]; /* requests */
-  _Atomic uint64_t bytes[STATS_VIEW_COUNT][STATS_OP_COUNT]; /* bytes moved */
-  _Atomic uint64_t blocks_verified;  /* blocks whose PI was checked */
-  _Atomic uint64_t blocks_generated; /* blocks whose PI the device inserted */
-  _Atomic uint64_t blocks_escaped;   /* blocks skipped by the escape rule */
-  _Atomic uint64_t blocks_recovered; /* blocks whose PI opening the file=
-                                        store rebuilt after a crash */
-  _Atomic uint64_t write_errors[4];  /* host PI rejected, per check */
-  _Atomic uint64_t read_errors[4];   /* stored PI failed on read, per check */
-  _Atomic uint64_t writes_rejected;  /* write requests refused for bad PI */
-  _Atomic uint64_t reads_failed;     /* read requests failed for bad PI */
-  _Atomic uint64_t injections;       /* faults injected on the ctl socket */
+/* A plain copy of the counters, for reporting.  Indexed by [view][op]
+ * and by enum pi_check (index 0, PI_CHECK_OK, is unused). */
+struct stats_snapshot {
+  uint64_t requests[STATS_VIEW_COUNT][STATS_OP_COUNT]; /* requests */
+  uint64_t bytes[STATS_VIEW_COUNT][STATS_OP_COUNT]; /* bytes moved */
+  uint64_t blocks_verified;     /* blocks whose PI was checked */
+  uint64_t blocks_generated;    /* blocks whose PI the device inserted */
+  uint64_t blocks_escaped;      /* blocks skipped by the escape rule */
+  uint64_t blocks_recovered;    /* blocks whose PI opening the file=
+                                   store rebuilt after a crash */
+  uint64_t write_errors[4];     /* host PI rejected, per check */
+  uint64_t read_errors[4];      /* stored PI failed, per check */
+  uint64_t writes_rejected;     /* write requests refused for bad PI */
+  uint64_t reads_failed;        /* read requests failed for bad PI */
+  uint64_t injections;          /* faults injected on the ctl socket */
 };
 
-/* A plain copy of the counters, for reporting. */
-struct stats_snapshot {
-  uint64_t requests[STATS_VIEW_COUNT][STATS_OP_COUNT];
-  uint64_t bytes[STATS_VIEW_COUNT][STATS_OP_COUNT];
-  uint64_t blocks_verified, blocks_generated, blocks_escaped;
-  uint64_t blocks_recovered;
-  uint64_t write_errors[4], read_errors[4];
-  uint64_t writes_rejected, reads_failed, injections;
+/* What one request (or one injection, or opening the store) adds to the
+ * counters: gathered while it runs, added at once by stats_commit.  The
+ * counts are those of struct stats_snapshot; blocks_generated may dip
+ * below zero (modulo 2^64) while it runs, when a block is put back.
+ * The rare counts are only added if rare is set: whoever makes one of
+ * them nonzero sets it, so that a request that fails nothing costs no
+ * more than its few common counts. */
+struct stats_tally {
+  enum profile_view view;       /* view of the request */
+  enum stats_op op;             /* operation of the request */
+  uint64_t requests;            /* 1 for a request, 0 otherwise */
+  uint64_t bytes;               /* bytes the request moves */
+  uint64_t blocks_verified;     /* as in struct stats_snapshot */
+  uint64_t blocks_generated;
+  uint64_t blocks_escaped;
+  bool rare;                    /* a count below may be nonzero */
+  uint64_t blocks_recovered;    /* the rare counts */
+  uint64_t write_errors[4];
+  uint64_t read_errors[4];
+  uint64_t writes_rejected;
+  uint64_t reads_failed;
+  uint64_t injections;
+};
+
+/* Counter blocks per disk.  A request is added to the block of its
+ * connection; the blocks are summed when read. */
+#define STATS_BLOCKS 8
+
+/* One block of counters.  Several threads add to it (one connection may
+ * run requests in parallel, and connections share blocks), so it has a
+ * lock, held only while a tally is added or the block copied.  Aligned
+ * to a cache line so that the blocks of different connections do not
+ * share one. */
+struct stats_block {
+  _Alignas (64) pthread_mutex_t lock; /* guards sum */
+  struct stats_snapshot sum;    /* the tallies committed to this block */
 };
 
 /* One recorded failure. */
@@ -78,7 +110,7 @@ struct stats_event {
 
 /* Counters + events of one disk. */
 struct stats {
-  struct stats_counters c;      /* the counters */
+  struct stats_block *blocks;   /* STATS_BLOCKS blocks of counters */
   pthread_mutex_t lock;         /* guards everything below */
   struct stats_event *ring;     /* ring_size most recent events */
   size_t ring_size;             /* capacity of ring */
@@ -86,24 +118,36 @@ struct stats {
   FILE *events_file;            /* JSON lines appended here, or NULL */
 };
 
-/* RING_SIZE events are kept.  Returns -1 with errno set if the ring
- * cannot be allocated. */
+/* RING_SIZE events are kept.  Returns -1 with errno set if the ring or
+ * the counters cannot be allocated. */
 int stats_init (struct stats *s, size_t ring_size);
 /* Append events to EVENTS_PATH as JSON lines too (after stats_init).
  * Returns -1 with errno set if it cannot be opened. */
 int stats_open_events (struct stats *s, const char *events_path);
 void stats_destroy (struct stats *s);
 
-/* Add N to a counter (relaxed atomic). */
+/* Start the tally of one request of OP on VIEW asking for BYTES bytes:
+ * it counts the request and its bytes, and nothing else yet. */
 static inline void
-stats_add (_Atomic uint64_t *counter, uint64_t n)
+stats_tally_request (struct stats_tally *t, enum profile_view view,
+                     enum stats_op op, uint64_t bytes)
 {
-  atomic_fetch_add_explicit (counter, n, memory_order_relaxed);
+  *t = (struct stats_tally) {
+    .view = view, .op = op, .requests = 1, .bytes = bytes,
+  };
 }
 
-/* Count one request of OP on VIEW moving BYTES bytes. */
-void stats_request (struct stats *s, enum profile_view view,
-                    enum stats_op op, uint64_t bytes);
+/* Start an empty tally of rare counts, for what is not a request. */
+static inline void
+stats_tally_none (struct stats_tally *t)
+{
+  *t = (struct stats_tally) { .rare = true };
+}
+
+/* Add T to the counters in one step: a snapshot sees all of it or none.
+ * CONN (the connection number; any number will do) picks the block. */
+void stats_commit (struct stats *s, uint64_t conn,
+                   const struct stats_tally *t);
 
 /* Record EV (seq and time are filled in) and append it to the events file
  * if there is one. */
@@ -114,7 +158,8 @@ void stats_record (struct stats *s, struct stats_event *ev);
 size_t stats_events_since (struct stats *s, uint64_t since,
                            struct stats_event *out, size_t max);
 
-/* Read all counters. */
+/* Read all counters: every committed tally entirely, or not at all,
+ * so the counters of one request always agree with each other. */
 void stats_snapshot (struct stats *s, struct stats_snapshot *out);
 
 /* Zero the counters and forget the events (sequence numbers continue). */
