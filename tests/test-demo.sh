@@ -13,12 +13,14 @@ svg="$tmpdir/demo.svg"
 # "make demo" as README has it, at the top of the build tree (the make
 # of the test run not passed on).  A short run (the bench's duration is
 # per policy); the plot goes to the test's directory, not the build
-# tree; demo.sh's nbdkit runs as the other tests' (run_nbdkit).
+# tree; demo.sh's nbdkit runs as the other tests' (run_nbdkit): NBDKIT
+# on make's command line, since the Makefile's own NBDKIT (configure's)
+# would win over the environment's.
 : "${top_builddir:=..}"
 if ! (cd "$top_builddir" &&
       unset MAKEFLAGS MFLAGS MAKELEVEL &&
-      DEMO_DURATION=1 DEMO_SVG=$svg NBDKIT=$(nbdkit_wrapper) \
-      timeout "$STABLEDIF_TEST_TIMEOUT" make demo) \
+      DEMO_DURATION=1 DEMO_SVG=$svg \
+      timeout "$STABLEDIF_TEST_TIMEOUT" make demo NBDKIT="$(nbdkit_wrapper)") \
      > "$out" 2> "$tmpdir/demo.err"; then
   cat "$out" "$tmpdir/demo.err" >&2
   fail "make demo failed"
