@@ -7,6 +7,7 @@
  *   test-client-io URI poll-fails
  *   test-client-io URI socket-closed
  *   test-client-io URI flood
+ *   test-client-io URI batch
  *   test-client-io URI counters
  *
  * poll-fails: poll(2) fails (ENOMEM) while writes are in flight (the
@@ -20,6 +21,13 @@
  * completes or each has submitted FLOOD_MAX: the write must complete
  * before the flood runs out (the I/O thread keeps reading replies between
  * the requests it takes off the queue), and every write completes.
+ *
+ * batch: while the I/O thread is parked in its first poll, BATCH_QUEUED
+ * writes are queued; then, at every poll it makes, the commands libnbd
+ * has in flight may have grown by at most BATCH_MAX since its previous
+ * poll: it reads the replies that have come between batches instead of
+ * sending the whole queue first (replies are read only after a poll, so
+ * the growth between two polls counts the commands issued in between).
  *
  * counters: two threads on two connections write and read single blocks
  * while this one takes stabledif_get_stats snapshots: in every snapshot
@@ -51,11 +59,20 @@ enum hook_mode {
   HOOK_OFF,                     /* nothing: plain ppoll */
   HOOK_FAIL,                    /* park, then fail with ENOMEM */
   HOOK_HOLD,                    /* park, then ppoll */
+  HOOK_PARK,                    /* park at the next poll, even with
+                                   nothing in flight, then ppoll */
 };
 
 static _Atomic int hook_mode = HOOK_OFF; /* armed mode (one shot) */
 static sem_t hook_parked;       /* posted when the I/O thread is parked */
 static sem_t hook_release;      /* posted by the test to let it go on */
+
+/* The I/O thread's polls watched (batch): the commands in flight at the
+ * previous poll, and the most they grew from one poll to the next.  Only
+ * the I/O thread touches the two numbers while hook_watch is set. */
+static atomic_bool hook_watch;
+static int64_t watch_last;
+static int64_t watch_max_growth;
 
 /* The I/O thread's poll: see enum hook_mode. */
 static int
@@ -64,7 +81,15 @@ hook_poll (struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
 {
   int mode = atomic_load (&hook_mode);
 
-  if (mode != HOOK_OFF && nbd_aio_in_flight (h->conns[0].nbd) > 0) {
+  if (atomic_load (&hook_watch)) {
+    int64_t n = nbd_aio_in_flight (h->conns[0].nbd);
+
+    if (n - watch_last > watch_max_growth)
+      watch_max_growth = n - watch_last;
+    watch_last = n;
+  }
+  if (mode == HOOK_PARK ||
+      (mode != HOOK_OFF && nbd_aio_in_flight (h->conns[0].nbd) > 0)) {
     atomic_store (&hook_mode, HOOK_OFF);
     sem_post (&hook_parked);
     while (sem_wait (&hook_release) == -1 && errno == EINTR)
@@ -299,6 +324,42 @@ flood (void)
   free (b);
 }
 
+/* ---- batch ---------------------------------------------------------- */
+
+/* Writes queued at once, and the most the I/O thread may issue without
+ * reading replies (IO_BATCH_MAX of libstabledif-io.c). */
+#define BATCH_QUEUED 1000u
+#define BATCH_MAX 64
+
+static void
+batch (void)
+{
+  uint8_t *b = xmalloc ((size_t) iv);
+  unsigned i;
+
+  fill_pattern (b, iv, 5);
+  /* hook_mode was HOOK_PARK from before the connect: the I/O thread
+   * parks in the first poll it makes, with nothing to do yet. */
+  sem_wait_bounded (&hook_parked, "the I/O thread's first poll");
+  for (i = 0; i < BATCH_QUEUED; i++)
+    OK (stabledif_aio_pwrite (h, b, iv, (uint64_t) (i % 64) * iv, 0,
+                              on_tally, &tally));
+  watch_last = 0;
+  watch_max_growth = 0;
+  atomic_store (&hook_watch, true);
+  sem_post (&hook_release);
+  tally_wait (&tally, BATCH_QUEUED);
+  atomic_store (&hook_watch, false);
+  CHECK (tally.failed == 0, "%u writes failed: %s", tally.failed, tally.msg);
+  CHECK (watch_max_growth > 0, "no command seen in flight at any poll");
+  CHECK (watch_max_growth <= BATCH_MAX, "the I/O thread issued %" PRId64
+         " commands between two polls (at most %d): it sent the queue "
+         "before reading replies", watch_max_growth, BATCH_MAX);
+  printf ("batch: at most %" PRId64 " commands issued between two polls\n",
+          watch_max_growth);
+  free (b);
+}
+
 /* ---- counters ------------------------------------------------------- */
 
 /* Requests of each counters thread. */
@@ -387,6 +448,8 @@ main (int argc, char *argv[])
     OK (stabledif_set_connections (h, 2));
   if (strcmp (mode, "flood") == 0)
     OK (stabledif_set_policy (h, STABLEDIF_POLICY_WAIT_SENT));
+  if (strcmp (mode, "batch") == 0)
+    atomic_store (&hook_mode, HOOK_PARK);
   OK (stabledif_connect_uri (h, argv[1]));
   iv = (uint32_t) stabledif_get_interval (h);
 
@@ -399,6 +462,8 @@ main (int argc, char *argv[])
           "open");
   else if (strcmp (mode, "flood") == 0)
     flood ();
+  else if (strcmp (mode, "batch") == 0)
+    batch ();
   else if (strcmp (mode, "counters") == 0)
     counters ();
   else {

@@ -3,7 +3,8 @@
 # stabledif: libstabledif's I/O thread when its poll fails or its socket
 # is closed under it (writes in flight, held by nbdkit's delay filter, and
 # queued: all fail, nothing hangs), under a flood of submissions from
-# other threads (replies still read), and its counters snapshots taken
+# other threads (replies still read, the queue sent in batches with the
+# replies read in between), and its counters snapshots taken
 # while requests complete (never torn).  See test-client-io.c.
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 
@@ -14,7 +15,7 @@ for mode in poll-fails socket-closed; do
     ctl=none wdelay=1 \
     --run "$(run_cmd "$F \"\$uri\" $mode")" || fail "$mode"
 done
-for mode in flood counters; do
+for mode in flood batch counters; do
   run_nbdkit -U - --exit-with-parent "$PLUGIN" size=1M ctl=none \
     --run "$(run_cmd "$F \"\$uri\" $mode")" || fail "$mode"
 done
