@@ -673,7 +673,9 @@ check_alive (struct io_conn *c, const char *why)
 
 /* Whether a reply is waiting on C's socket, which libnbd wants to read:
  * 1 if so, 0 if not (or the socket is in another state that the next
- * full poll deals with), -1 if the poll failed (connection lost). */
+ * full poll deals with), -1 if the poll failed (connection lost).  With
+ * no command of libnbd in flight no reply can come: 0 without a poll
+ * (one request at a time costs no extra system call). */
 static int
 reply_waiting (struct io_conn *c)
 {
@@ -681,7 +683,8 @@ reply_waiting (struct io_conn *c)
   struct pollfd p;
   int r;
 
-  if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd) ||
+  if (nbd_aio_in_flight (c->nbd) <= 0 ||
+      nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd) ||
       !(nbd_aio_get_direction (c->nbd) & LIBNBD_AIO_DIRECTION_READ))
     return 0;
   p.fd = nbd_aio_get_fd (c->nbd);
