@@ -6,13 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store-file-io.h"
 #include "store-file-log.h"
 
 /* Zeros written at once when clearing a run of marks. */
@@ -26,49 +26,16 @@
     errno = e_;                                                         \
   } while (0)
 
-/* Write exactly LEN bytes at OFF of FD.  -1 with errno on error. */
-static int
-log_pwrite (int fd, const void *buf, size_t len, off_t off)
-{
-  const uint8_t *p = buf;
-
-  while (len > 0) {
-    ssize_t r = pwrite (fd, p, len, off);
-
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    p += r;
-    len -= r;
-    off += r;
-  }
-  return 0;
-}
-
-/* Read up to LEN bytes at OFF of FD into BUF, zero-filling past the end
- * of the file.  -1 with errno on error. */
+/* Read LEN bytes at OFF of FD into BUF, zero-filling what lies past the
+ * end of the file.  -1 with errno on error. */
 static int
 log_pread (int fd, void *buf, size_t len, off_t off)
 {
-  uint8_t *p = buf;
+  ssize_t r = store_file_io_pread_upto (fd, buf, len, off);
 
-  memset (buf, 0, len);
-  while (len > 0) {
-    ssize_t r = pread (fd, p, len, off);
-
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    if (r == 0)
-      break;
-    p += r;
-    len -= r;
-    off += r;
-  }
+  if (r == -1)
+    return -1;
+  memset ((uint8_t *) buf + r, 0, len - r);
   return 0;
 }
 
@@ -193,9 +160,9 @@ log_write_all (struct store_file_log *log, int fd, const char *name)
   char hdr[STORE_FILE_LOG_HDR_SIZE];
 
   log_hdr_format (log, hdr);
-  if (log_pwrite (fd, hdr, sizeof hdr, 0) == -1
-      || log_pwrite (fd, log->marked, log->nregions,
-                     STORE_FILE_LOG_HDR_SIZE) == -1
+  if (store_file_io_pwrite (fd, hdr, sizeof hdr, 0, 0) == -1
+      || store_file_io_pwrite (fd, log->marked, log->nregions,
+                               STORE_FILE_LOG_HDR_SIZE, 0) == -1
       || ftruncate (fd, STORE_FILE_LOG_HDR_SIZE + log->nregions) == -1
       || fdatasync (fd) == -1) {
     log_err (log, "writing %s: %m", name);
@@ -210,8 +177,8 @@ log_write_all (struct store_file_log *log, int fd, const char *name)
 static int
 log_create (struct store_file_log *log)
 {
-  char *tmp = NULL, *dir = NULL;
-  int fd = -1, dfd;
+  char *tmp = NULL;
+  int fd = -1;
 
   if (asprintf (&tmp, "%s.tmp", log->path) == -1) {
     log_err (log, "%m");
@@ -228,19 +195,12 @@ log_create (struct store_file_log *log)
     log_err (log, "renaming %s to %s: %m", tmp, log->path);
     goto fail;
   }
-  dir = strdup (log->path);
-  dfd = dir ? open (dirname (dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  if (dfd == -1 || fsync (dfd) == -1) {
+  if (store_file_io_sync_dir (log->path) == -1) {
     log_err (log, "syncing the directory of %s: %m", log->path);
-    if (dfd >= 0)
-      close (dfd);
-    free (dir);
     free (tmp);
     close (fd);
     return -1;
   }
-  close (dfd);
-  free (dir);
   free (tmp);
   log->fd = fd;
   return 0;
@@ -398,7 +358,8 @@ store_file_log_begin (struct store_file_log *log, uint64_t lba,
   for (r = r0; r <= r1; r++) {
     if (log->marked[r])
       continue;
-    if (log_pwrite (log->fd, &one, 1, STORE_FILE_LOG_HDR_SIZE + r) == -1)
+    if (store_file_io_pwrite (log->fd, &one, 1, STORE_FILE_LOG_HDR_SIZE + r,
+                              0) == -1)
       goto fail;
     wrote = true;
   }
@@ -453,7 +414,8 @@ log_clear_run (struct store_file_log *log, uint64_t r0, uint64_t r1)
   while (r0 < r1) {
     size_t n = r1 - r0 < LOG_ZERO_CHUNK ? r1 - r0 : LOG_ZERO_CHUNK;
 
-    if (log_pwrite (log->fd, zeros, n, STORE_FILE_LOG_HDR_SIZE + r0) == -1)
+    if (store_file_io_pwrite (log->fd, zeros, n, STORE_FILE_LOG_HDR_SIZE + r0,
+                              0) == -1)
       return -1;
     r0 += n;
   }

@@ -45,7 +45,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -60,6 +59,7 @@
 
 #include "store.h"
 #include "store-file-hdr.h"
+#include "store-file-io.h"
 #include "store-file-log.h"
 #include "store-file-recover.h"
 
@@ -104,32 +104,6 @@ invert (uint8_t *dst, const uint8_t *src, size_t len)
     dst[i] = ~src[i];
 }
 
-/* Read exactly LEN bytes at OFF.  -1 with errno on error; EIO if the file
- * ends early (it was truncated behind our back). */
-static int
-full_pread (int fd, void *buf, size_t len, off_t off)
-{
-  uint8_t *p = buf;
-
-  while (len > 0) {
-    ssize_t r = pread (fd, p, len, off);
-
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    if (r == 0) {
-      errno = EIO;
-      return -1;
-    }
-    p += r;
-    len -= r;
-    off += r;
-  }
-  return 0;
-}
-
 /* Write exactly LEN bytes at OFF; with DSYNC they are durable on return
  * (RWF_DSYNC where the kernel has it, else pwrite + fdatasync).  -1 with
  * errno on error. */
@@ -137,36 +111,16 @@ static int
 full_pwrite (struct file_store *fs, int fd, const void *buf, size_t len,
              off_t off, bool dsync)
 {
-  const uint8_t *p = buf;
-  bool use_rwf = dsync && atomic_load (&fs->dsync_ok);
-
-  while (len > 0) {
-    ssize_t r;
-
-    if (use_rwf) {
-      struct iovec iov = { .iov_base = (void *) p, .iov_len = len };
-
-      r = pwritev2 (fd, &iov, 1, off, RWF_DSYNC);
-      if (r == -1 && (errno == EOPNOTSUPP || errno == ENOSYS)) {
-        atomic_store (&fs->dsync_ok, false);
-        use_rwf = false;
-        continue;
-      }
-    }
-    else
-      r = pwrite (fd, p, len, off);
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
+  if (dsync && atomic_load (&fs->dsync_ok)) {
+    if (store_file_io_pwrite (fd, buf, len, off, RWF_DSYNC) == 0)
+      return 0;
+    if (errno != EOPNOTSUPP && errno != ENOSYS)
       return -1;
-    }
-    p += r;
-    len -= r;
-    off += r;
+    atomic_store (&fs->dsync_ok, false);
   }
-  if (dsync && !use_rwf && fdatasync (fd) == -1)
+  if (store_file_io_pwrite (fd, buf, len, off, 0) == -1)
     return -1;
-  return 0;
+  return dsync ? fdatasync (fd) : 0;
 }
 
 /* Make LEN bytes at OFF read as zeros, releasing their space where the
@@ -230,12 +184,12 @@ file_read (struct store *s, uint64_t lba, uint64_t nblocks,
 {
   struct file_store *fs = (struct file_store *) s;
 
-  if (full_pread (fs->data_fd, data, nblocks * s->geom.interval,
-                  (off_t) (lba * s->geom.interval)) == -1)
+  if (store_file_io_pread (fs->data_fd, data, nblocks * s->geom.interval,
+                           (off_t) (lba * s->geom.interval)) == -1)
     return io_error (fs, "reading data", fs->path, lba, nblocks);
   if (pi != NULL && s->tuple > 0) {
-    if (full_pread (fs->pi_fd, pi, nblocks * s->tuple,
-                    pi_offset (fs, lba)) == -1)
+    if (store_file_io_pread (fs->pi_fd, pi, nblocks * s->tuple,
+                             pi_offset (fs, lba)) == -1)
       return io_error (fs, "reading PI", fs->pi_path, lba, nblocks);
     invert (pi, pi, nblocks * s->tuple);
   }
@@ -429,7 +383,7 @@ hole_extent (struct file_store *fs, uint64_t lba, uint64_t nblocks,
       if (buf == NULL)
         goto io_fail;
     }
-    if (full_pread (fs->pi_fd, buf, m * t, start) == -1)
+    if (store_file_io_pread (fs->pi_fd, buf, m * t, start) == -1)
       goto io_fail;
     for (k = 0; k < m && stored_escape (buf + k * t, t); k++)
       ;
@@ -517,26 +471,6 @@ static const struct store_ops file_ops = {
   .close = file_close,
 };
 
-/* fsync the directory holding PATH, so a new directory entry is durable. */
-static int
-sync_dir (const char *path)
-{
-  char *copy = strdup (path);
-  int fd, r, e;
-
-  if (copy == NULL)
-    return -1;
-  fd = open (dirname (copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  free (copy);
-  if (fd == -1)
-    return -1;
-  r = fsync (fd);
-  e = errno;
-  close (fd);
-  errno = e;
-  return r;
-}
-
 /* Create PATH.pi for FS with header H: written to PATH.pi.tmp, made
  * durable, then renamed into place, so a crash never leaves a PATH.pi
  * with a partial header.  Sets fs->pi_fd.  Reports errors. */
@@ -583,7 +517,7 @@ create_pi (struct file_store *fs, const struct store_file_hdr *h)
                  fs->pi_path, strerror (errno));
     goto fail;
   }
-  if (sync_dir (fs->pi_path) == -1) {
+  if (store_file_io_sync_dir (fs->pi_path) == -1) {
     fs->s.error ("file=%s: syncing the directory of %s: %s", fs->path,
                  fs->pi_path, strerror (errno));
     fs->pi_fd = fd;             /* renamed: the caller removes it */
@@ -641,7 +575,7 @@ open_pi (struct file_store *fs, const struct store_file_hdr *want,
     return -1;
   }
   memset (hdr, 0, sizeof hdr);
-  r = pread (fs->pi_fd, hdr, sizeof hdr, 0);
+  r = store_file_io_pread_upto (fs->pi_fd, hdr, sizeof hdr, 0);
   if (r == -1) {
     fs->s.error ("file=%s: reading the header of %s: %s", fs->path,
                  fs->pi_path, strerror (errno));
@@ -908,9 +842,10 @@ recover_region (struct file_store *fs, uint64_t lba, uint64_t nblocks,
   while (nblocks > 0) {
     uint64_t n = nblocks < chunk ? nblocks : chunk, fixed;
 
-    if (full_pread (fs->data_fd, data, n * iv, (off_t) (lba * iv)) == -1)
+    if (store_file_io_pread (fs->data_fd, data, n * iv,
+                             (off_t) (lba * iv)) == -1)
       return io_error (fs, "recovering: reading data", fs->path, lba, n);
-    if (full_pread (fs->pi_fd, pi, n * t, pi_offset (fs, lba)) == -1)
+    if (store_file_io_pread (fs->pi_fd, pi, n * t, pi_offset (fs, lba)) == -1)
       return io_error (fs, "recovering: reading PI", fs->pi_path, lba, n);
     fixed = store_file_recover_blocks (fs->s.geom.format, iv, lba, n,
                                        data, pi);
