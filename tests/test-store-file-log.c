@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +51,10 @@ static size_t ntrace;           /* entries used */
 
 ssize_t __real_pwrite (int fd, const void *buf, size_t n, off_t off);
 int __real_fdatasync (int fd);
+
+/* The test's own writes into the files stay out of the trace. */
+#define STORE_FILE_RAW_PWRITE __real_pwrite
+#include "test-store-file-util.h"
 
 /* The file FD is open on, by its name's ending. */
 static enum trace_file
@@ -108,70 +111,12 @@ trace_find (size_t from, enum trace_file file, bool sync)
   return ntrace;
 }
 
-/* ---- errors and files ---- */
-
-static char last_error[2048];   /* the most recent error message */
-static int nerrors;             /* errors reported since make_dir */
-
-static void
-capture_error (const char *fmt, ...)
-{
-  va_list ap;
-
-  va_start (ap, fmt);
-  vsnprintf (last_error, sizeof last_error, fmt, ap);
-  va_end (ap);
-  nerrors++;
-}
-
-static char dir[256];           /* this test's directory */
-static char path[300];          /* DIR/disk */
-static char pi_path[310];       /* DIR/disk.pi */
-static char log_path[310];      /* DIR/disk.log */
+/* ---- files ---- */
 
 static void
 make_dir (void)
 {
-  const char *t = getenv ("TMPDIR");
-
-  snprintf (dir, sizeof dir, "%s/test-store-file-log.XXXXXX",
-            t && *t ? t : "/tmp");
-  ck_assert_ptr_nonnull (mkdtemp (dir));
-  snprintf (path, sizeof path, "%s/disk", dir);
-  snprintf (pi_path, sizeof pi_path, "%s/disk.pi", dir);
-  snprintf (log_path, sizeof log_path, "%s/disk.log", dir);
-  last_error[0] = '\0';
-  nerrors = 0;
-}
-
-static void
-remove_dir (void)
-{
-  char cmd[400];
-
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system (cmd) != 0)
-    fprintf (stderr, "could not remove %s\n", dir);
-}
-
-static void
-raw_read (const char *p, void *buf, size_t len, off_t off)
-{
-  int fd = open (p, O_RDONLY);
-
-  ck_assert_int_ge (fd, 0);
-  ck_assert_int_eq (pread (fd, buf, len, off), (ssize_t) len);
-  close (fd);
-}
-
-static void
-raw_write (const char *p, const void *buf, size_t len, off_t off)
-{
-  int fd = open (p, O_WRONLY);
-
-  ck_assert_int_ge (fd, 0);
-  ck_assert_int_eq (__real_pwrite (fd, buf, len, off), (ssize_t) len);
-  close (fd);
+  store_dir_make ("test-store-file-log");
 }
 
 /* The mark of region R in PATH.log as the file holds it. */
@@ -473,7 +418,7 @@ store_file_log_suite (void)
   Suite *s = suite_create ("store-file-log");
   TCase *tc = tcase_create ("log");
 
-  tcase_add_checked_fixture (tc, make_dir, remove_dir);
+  tcase_add_checked_fixture (tc, make_dir, store_dir_remove);
   tcase_add_test (tc, test_created_clean);
   tcase_add_test (tc, test_marked_before_write);
   tcase_add_test (tc, test_flush_clears);

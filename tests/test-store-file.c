@@ -28,30 +28,8 @@
 #include "ro-path.h"
 #include "store.h"
 #include "store-file-hdr.h"
+#include "test-store-file-util.h"
 #include "test-tmpdir.h"
-
-/* ---- error capture: the store reports each failure exactly once ---- */
-
-static char last_error[2048];   /* the most recent error message */
-static int nerrors;             /* errors reported since reset_errors */
-
-static void
-capture_error (const char *fmt, ...)
-{
-  va_list ap;
-
-  va_start (ap, fmt);
-  vsnprintf (last_error, sizeof last_error, fmt, ap);
-  va_end (ap);
-  nerrors++;
-}
-
-static void
-reset_errors (void)
-{
-  last_error[0] = '\0';
-  nerrors = 0;
-}
 
 /* The open must have failed with exactly one error containing every
  * string in the NULL-terminated list. */
@@ -72,33 +50,17 @@ expect_refused (struct store *s, ...)
 
 /* ---- fixtures: a private directory per test ---- */
 
-static char dir[256];           /* this test's directory */
-static char path[300];          /* DIR/disk */
-static char pi_path[310];       /* DIR/disk.pi */
-
 static void
 make_dir (void)
 {
-  const char *t = getenv ("TMPDIR");
-
-  snprintf (dir, sizeof dir, "%s/test-store-file.XXXXXX",
-            t && *t ? t : "/tmp");
-  ck_assert_ptr_nonnull (mkdtemp (dir));
-  snprintf (path, sizeof path, "%s/disk", dir);
-  snprintf (pi_path, sizeof pi_path, "%s/disk.pi", dir);
-  reset_errors ();
+  store_dir_make ("test-store-file");
 }
 
 static void
 remove_dir (void)
 {
-  char cmd[400];
-
   ro_path_undo ();              /* if a test stopped half-way */
-
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system (cmd) != 0)
-    fprintf (stderr, "could not remove %s\n", dir);
+  store_dir_remove ();
 }
 
 static struct store_geometry
@@ -218,27 +180,6 @@ static bool
 exists (const char *p)
 {
   return access (p, F_OK) == 0;
-}
-
-/* Read LEN raw bytes of file P at OFF. */
-static void
-raw_read (const char *p, void *buf, size_t len, off_t off)
-{
-  int fd = open (p, O_RDONLY);
-
-  ck_assert_int_ge (fd, 0);
-  ck_assert_int_eq (pread (fd, buf, len, off), (ssize_t) len);
-  close (fd);
-}
-
-static void
-raw_write (const char *p, const void *buf, size_t len, off_t off)
-{
-  int fd = open (p, O_WRONLY);
-
-  ck_assert_int_ge (fd, 0);
-  ck_assert_int_eq (pwrite (fd, buf, len, off), (ssize_t) len);
-  close (fd);
 }
 
 /* ---- reading files whole ---- */
