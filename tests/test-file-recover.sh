@@ -23,11 +23,9 @@ f="$tmpdir/disk"
 I=512
 params=(128M format=T10-DIF-TYPE1-CRC file="$f")
 
-# Phase 1: round A everywhere it matters, flushed 65 times (the log
-# clean);
-# OUT=old-pi saves the stored PI of LBA 100..103 here by the shell.
-cat > "$tmpdir/write.py" <<'PY'
-import subprocess
+# What both scripts below start with (after functions.sh's prelude):
+# handles on both views and the data of round R.
+cat > "$tmpdir/common.py" <<'PY'
 hd = connect("dif")
 hdata = connect("data")
 d = Disk(hd)
@@ -35,6 +33,16 @@ I, E = d.interval, d.ext
 def pattern(lba, n, r):
     return b"".join(bytes((b * 7 + i * 13 + r) & 0xff for i in range(I))
                     for b in range(lba, lba + n))
+PY
+# nbdsh_script NAME: the nbdsh command running $tmpdir/NAME.py after the
+# prelude and common.py, on the socket in $sock.
+nbdsh_script () {
+  echo "$NBDSH -n -c \"exec(open('$tmpdir/prelude.py').read() + open('$tmpdir/common.py').read() + open('$tmpdir/$1.py').read())\""
+}
+
+# Phase A: round A everywhere it matters, flushed 65 times (the log
+# clean).  Phase B: round B over LBA 100..107 (region 0 dirty).
+cat > "$tmpdir/write.py" <<'PY'
 phase = os.environ["PHASE"]
 if phase == "A":
     hdata.pwrite(pattern(100, 8, 1), 100 * I)
@@ -48,15 +56,9 @@ else:
 print("phase %s written" % phase)
 PY
 
-# Phase 2: region 0 reads whole and as round B; region 1's damage fails.
+# After the restart: region 0 reads whole and as round B; region 1's
+# damage fails.
 cat > "$tmpdir/read.py" <<'PY'
-hd = connect("dif")
-hdata = connect("data")
-d = Disk(hd)
-I, E = d.interval, d.ext
-def pattern(lba, n, r):
-    return b"".join(bytes((b * 7 + i * 13 + r) & 0xff for i in range(I))
-                    for b in range(lba, lba + n))
 chunk = 4 << 20
 region = 64 << 20
 for off in range(0, region, chunk):
@@ -68,23 +70,19 @@ for i in range(8):
     assert blk == d.block(pattern(100 + i, 1, 2), 100 + i), \
         "LBA %d: tuple %s" % (100 + i, blk[I:].hex())
 # Region 1: the four damaged blocks fail, the rest read.
-try:
-    hdata.pread(4 * I, 150000 * I)
-    raise AssertionError("damage outside a dirty region read without EIO")
-except nbd.Error as e:
-    assert e.errno == "EIO", e
+expect_error(errno.EIO, hdata.pread, 4 * I, 150000 * I)
 assert hdata.pread(4 * I, 150004 * I) == pattern(150004, 4, 1)
 print("ok: region 0 recovered, region 1 damage reported")
 PY
 
 # Phase A, then B, then the kill.
 serve_killable "${params[@]}" ctl=none
-sock=$sock PHASE=A $NBDSH -n -c "exec(open('$tmpdir/prelude.py').read() + open('$tmpdir/write.py').read())"
+sock=$sock PHASE=A eval "$(nbdsh_script write)"
 mark=$(od -An -tu1 -j4096 -N2 "$f.log" | tr -s ' ')
 [ "$mark" = " 0 0" ] || fail "marks after 65 flushes: '$mark', want 0 0"
 dd if="$f.pi" of="$tmpdir/old-pi" bs=1 skip=$((4096 + 100 * 8)) count=32 \
   status=none
-sock=$sock PHASE=B $NBDSH -n -c "exec(open('$tmpdir/prelude.py').read() + open('$tmpdir/write.py').read())"
+sock=$sock PHASE=B eval "$(nbdsh_script write)"
 mark=$(od -An -tu1 -j4096 -N2 "$f.log" | tr -s ' ')
 [ "$mark" = " 1 0" ] || fail "marks after writing region 0: '$mark', want 1 0"
 kill -9 "$(cat "$pidfile")"
@@ -102,7 +100,7 @@ log="$tmpdir/nbdkit.log"
 cat > "$tmpdir/after.sh" <<EOF
 set -e
 sock=\$1
-sock=\$sock $NBDSH -n -c "exec(open('$tmpdir/prelude.py').read() + open('$tmpdir/read.py').read())"
+sock=\$sock $(nbdsh_script read)
 "$CTLBIN" -s "$tmpdir/ctl.sock" status > "$tmpdir/status"
 "$CTLBIN" -s "$tmpdir/ctl.sock" --json counters > "$tmpdir/status.json"
 EOF
