@@ -15,8 +15,15 @@
 #include "store-file-io.h"
 #include "store-file-log.h"
 
-/* Zeros written at once when clearing a run of marks. */
-#define LOG_ZERO_CHUNK 4096
+/* Marks written at once when clearing or setting a run of them. */
+#define LOG_MARK_CHUNK 4096
+
+/* The values of log->marked[R]. */
+#define LOG_CLEAR 0             /* clear (its mark in the file may still
+                                   be set after a failure: a rescan) */
+#define LOG_MARKED 1            /* set in the file, durably */
+#define LOG_MARKING 2           /* being set by the thread holding the
+                                   mark lock: not yet durable */
 
 /* Report an error about the log, naming the store, and keep errno. */
 #define log_err(log, fmt, ...)                                          \
@@ -148,7 +155,7 @@ log_load_marks (struct store_file_log *log)
     return -1;
   }
   for (uint64_t r = 0; r < log->nregions; r++)
-    log->marked[r] = log->marked[r] != 0;
+    log->marked[r] = log->marked[r] != 0 ? LOG_MARKED : LOG_CLEAR;
   return 0;
 }
 
@@ -255,6 +262,7 @@ store_file_log_open (const char *log_path, const char *owner,
   log->nblocks = nblocks;
   log->interval = interval;
   pthread_mutex_init (&log->lock, NULL);
+  pthread_mutex_init (&log->mark_lock, NULL);
   log->path = strdup (log_path);
   if (log->path == NULL) {
     log_err (log, "%m");
@@ -279,7 +287,7 @@ store_file_log_open (const char *log_path, const char *owner,
 uint64_t
 store_file_log_peek (const char *log_path)
 {
-  uint8_t buf[LOG_ZERO_CHUNK];
+  uint8_t buf[LOG_MARK_CHUNK];
   uint64_t n = 0;
   off_t off = STORE_FILE_LOG_HDR_SIZE;
   ssize_t r;
@@ -303,7 +311,7 @@ store_file_log_ndirty (struct store_file_log *log)
 
   pthread_mutex_lock (&log->lock);
   for (uint64_t r = 0; r < log->nregions; r++)
-    n += log->marked[r];
+    n += log->marked[r] != LOG_CLEAR;
   pthread_mutex_unlock (&log->lock);
   return n;
 }
@@ -318,7 +326,7 @@ store_file_log_region (struct store_file_log *log, uint64_t r,
   *lba = r * log->region_blocks;
   *nblocks = log->nblocks - *lba < log->region_blocks
     ? log->nblocks - *lba : log->region_blocks;
-  dirty = log->marked[r];
+  dirty = log->marked[r] != LOG_CLEAR;
   pthread_mutex_unlock (&log->lock);
   return dirty;
 }
@@ -345,38 +353,109 @@ log_span (const struct store_file_log *log, uint64_t lba, uint64_t nblocks,
   *r1 = (lba + nblocks - 1) / log->region_blocks;
 }
 
+/* Whether every region of [R0, R1] is marked durably; if so, counts a
+ * write in flight in each.  Called with the lock held. */
+static bool
+log_enter (struct store_file_log *log, uint64_t r0, uint64_t r1)
+{
+  uint64_t r;
+
+  for (r = r0; r <= r1; r++)
+    if (log->marked[r] != LOG_MARKED)
+      return false;
+  for (r = r0; r <= r1; r++)
+    log->inflight[r]++;
+  return true;
+}
+
+/* Claim, as LOG_MARKING, the clear regions of [R0, R1] (at least one,
+ * when log_enter just failed: only the holder of the mark lock claims),
+ * and set [*C0, *C1] to the regions from the first claimed to the last.
+ * Called with the lock and the mark lock held. */
+static void
+log_claim (struct store_file_log *log, uint64_t r0, uint64_t r1,
+           uint64_t *c0, uint64_t *c1)
+{
+  *c0 = r1;
+  *c1 = r0;
+  for (uint64_t r = r0; r <= r1; r++)
+    if (log->marked[r] == LOG_CLEAR) {
+      log->marked[r] = LOG_MARKING;
+      if (r < *c0)
+        *c0 = r;
+      if (r > *c1)
+        *c1 = r;
+    }
+}
+
+/* Write ones over the marks of regions [C0, C1] of LOG and fdatasync
+ * them, without the lock (the mark lock held).  Regions in the range
+ * that were marked already get their mark written again; one a flush
+ * clears meanwhile may keep a set mark in the file, which costs a
+ * rescan, no more.  -1 with errno. */
+static int
+log_write_marks (struct store_file_log *log, uint64_t c0, uint64_t c1)
+{
+  uint8_t ones[LOG_MARK_CHUNK];
+  uint64_t r = c0;
+
+  memset (ones, LOG_MARKED, sizeof ones);
+  while (r <= c1) {
+    size_t n = c1 - r + 1 < sizeof ones ? c1 - r + 1 : sizeof ones;
+
+    if (store_file_io_pwrite (log->fd, ones, n, STORE_FILE_LOG_HDR_SIZE + r,
+                              0) == -1)
+      return -1;
+    r += n;
+  }
+  return fdatasync (log->fd);
+}
+
 int
 store_file_log_begin (struct store_file_log *log, uint64_t lba,
                       uint64_t nblocks)
 {
-  static const uint8_t one = 1;
-  uint64_t r0, r1, r;
-  bool wrote = false;
+  uint64_t r0, r1, c0, c1;
+  bool entered;
+  int e;
 
+  /* The common case: every region is marked already. */
   log_span (log, lba, nblocks, &r0, &r1);
   pthread_mutex_lock (&log->lock);
-  for (r = r0; r <= r1; r++) {
-    if (log->marked[r])
-      continue;
-    if (store_file_io_pwrite (log->fd, &one, 1, STORE_FILE_LOG_HDR_SIZE + r,
-                              0) == -1)
-      goto fail;
-    wrote = true;
-  }
-  if (wrote && fdatasync (log->fd) == -1)
-    goto fail;
-  for (r = r0; r <= r1; r++) {
-    log->marked[r] = 1;
-    log->inflight[r]++;
-  }
+  entered = log_enter (log, r0, r1);
   pthread_mutex_unlock (&log->lock);
-  return 0;
+  if (entered)
+    return 0;
 
- fail:
-  log_err (log, "marking LBA %" PRIu64 "..%" PRIu64 " dirty in %s: %m",
-           lba, lba + nblocks - 1, log->path);
-  pthread_mutex_unlock (&log->lock);
-  return -1;
+  /* Some region is not: mark it, one marker at a time, syncing without
+   * the lock, so that writes into marked regions go on meanwhile.  A
+   * region a flush clears while this one is marked is claimed again on
+   * the next round. */
+  pthread_mutex_lock (&log->mark_lock);
+  for (;;) {
+    pthread_mutex_lock (&log->lock);
+    entered = log_enter (log, r0, r1);
+    if (!entered)
+      log_claim (log, r0, r1, &c0, &c1);
+    pthread_mutex_unlock (&log->lock);
+    if (entered)
+      break;
+    e = log_write_marks (log, c0, c1) == -1 ? errno : 0;
+    pthread_mutex_lock (&log->lock);
+    for (uint64_t r = c0; r <= c1; r++)
+      if (log->marked[r] == LOG_MARKING)
+        log->marked[r] = e == 0 ? LOG_MARKED : LOG_CLEAR;
+    pthread_mutex_unlock (&log->lock);
+    if (e != 0) {
+      pthread_mutex_unlock (&log->mark_lock);
+      errno = e;
+      log_err (log, "marking LBA %" PRIu64 "..%" PRIu64 " dirty in %s: %m",
+               lba, lba + nblocks - 1, log->path);
+      return -1;
+    }
+  }
+  pthread_mutex_unlock (&log->mark_lock);
+  return 0;
 }
 
 void
@@ -409,10 +488,10 @@ store_file_log_flush_begin (struct store_file_log *log)
 static int
 log_clear_run (struct store_file_log *log, uint64_t r0, uint64_t r1)
 {
-  static const uint8_t zeros[LOG_ZERO_CHUNK];
+  static const uint8_t zeros[LOG_MARK_CHUNK];
 
   while (r0 < r1) {
-    size_t n = r1 - r0 < LOG_ZERO_CHUNK ? r1 - r0 : LOG_ZERO_CHUNK;
+    size_t n = r1 - r0 < LOG_MARK_CHUNK ? r1 - r0 : LOG_MARK_CHUNK;
 
     if (store_file_io_pwrite (log->fd, zeros, n, STORE_FILE_LOG_HDR_SIZE + r0,
                               0) == -1)
@@ -430,7 +509,7 @@ log_clear_run (struct store_file_log *log, uint64_t r0, uint64_t r1)
 static bool
 log_clearable (const struct store_file_log *log, uint64_t r, uint64_t g)
 {
-  if (!log->marked[r] || log->inflight[r] > 0)
+  if (log->marked[r] != LOG_MARKED || log->inflight[r] > 0)
     return false;
   return g == 0 || log->last_end[r] + STORE_FILE_LOG_IDLE_FLUSHES < g;
 }
@@ -448,7 +527,7 @@ log_clear (struct store_file_log *log, uint64_t g)
       continue;
     }
     for (start = r; r < log->nregions && log_clearable (log, r, g); r++)
-      log->marked[r] = 0;
+      log->marked[r] = LOG_CLEAR;
     if (log_clear_run (log, start, r) == -1) {
       /* The file may still say dirty: that costs a rescan, no more. */
       log_err (log, "clearing the marks of regions %" PRIu64 "..%" PRIu64
@@ -481,6 +560,7 @@ store_file_log_close (struct store_file_log *log, bool clean)
   if (log->fd >= 0)
     close (log->fd);
   pthread_mutex_destroy (&log->lock);
+  pthread_mutex_destroy (&log->mark_lock);
   free (log->marked);
   free (log->inflight);
   free (log->last_end);

@@ -31,7 +31,12 @@
  * close carries them); a crash before they reach the disk only costs a
  * rescan.
  *
- * Thread-safe: one mutex guards the marks and their I/O.
+ * Thread-safe.  One mutex guards the state in memory and is held only
+ * briefly: a write into regions already marked takes it once to count
+ * itself in flight, and cleared marks are written under it (no sync).
+ * Setting marks, a write and an fdatasync, is done without it, by one
+ * thread at a time under a second mutex, so writes into marked regions
+ * never wait for a sync.
  */
 #ifndef STABLEDIF_STORE_FILE_LOG_H
 #define STABLEDIF_STORE_FILE_LOG_H
@@ -69,10 +74,14 @@ struct store_file_log {
   uint64_t region_blocks;       /* blocks per region (the last may be
                                    shorter) */
   uint64_t nregions;            /* regions of the disk */
-  pthread_mutex_t lock;         /* guards everything below, and the I/O
-                                   of the marks */
+  pthread_mutex_t mark_lock;    /* held while marks are set in the file
+                                   and synced, one thread at a time;
+                                   taken before lock */
+  pthread_mutex_t lock;         /* guards everything below, and the
+                                   clearing of marks in the file */
   uint8_t *marked;              /* per region: 1 if its mark in the file
-                                   is set (durably) */
+                                   is set (durably), 2 while the holder
+                                   of mark_lock sets it, 0 if clear */
   uint32_t *inflight;           /* per region: writes begun, not ended */
   uint64_t *last_end;           /* per region: the value of gen when its
                                    last write ended */

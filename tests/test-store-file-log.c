@@ -15,12 +15,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -77,12 +80,24 @@ trace_classify (int fd)
   return T_OTHER;
 }
 
+/* Guards trace and ntrace against the threads of
+ * test_marked_writes_do_not_wait. */
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void
 trace_add (int fd, bool sync)
 {
+  enum trace_file file = trace_classify (fd);
+
+  pthread_mutex_lock (&trace_lock);
   if (ntrace < sizeof trace / sizeof trace[0])
-    trace[ntrace++] = (struct trace_ent) { trace_classify (fd), sync };
+    trace[ntrace++] = (struct trace_ent) { file, sync };
+  pthread_mutex_unlock (&trace_lock);
 }
+
+/* Called by __wrap_fdatasync before an fdatasync of PATH.log, if set:
+ * a nonzero return is the errno that fdatasync then fails with. */
+static int (*log_sync_hook) (void);
 
 ssize_t __wrap_pwrite (int fd, const void *buf, size_t n, off_t off);
 ssize_t
@@ -97,6 +112,14 @@ int
 __wrap_fdatasync (int fd)
 {
   trace_add (fd, true);
+  if (log_sync_hook != NULL && trace_classify (fd) == T_LOG) {
+    int e = log_sync_hook ();
+
+    if (e != 0) {
+      errno = e;
+      return -1;
+    }
+  }
   return __real_fdatasync (fd);
 }
 
@@ -412,6 +435,127 @@ START_TEST (test_log_files)
 }
 END_TEST
 
+/* A log_sync_hook: the sync of a mark fails. */
+static int
+sync_fails (void)
+{
+  return EIO;
+}
+
+/* A mark that cannot be made durable refuses the write or the zero
+ * before PATH or PATH.pi is touched: the blocks read back as they were,
+ * and the next write into the region marks it again first. */
+START_TEST (test_mark_fails)
+{
+  struct store *s = open_store ();
+  struct pi_params p = {
+    .format = s->geom.format, .interval = 512, .check_app = true,
+    .app_tag = 0, .app_mask = 0xffff,
+  };
+  uint8_t data[4 * 512], pi[4 * 8];
+
+  write_blocks (s, 200, 4, 1, 0);         /* region 3 */
+  for (int i = 0; i <= STORE_FILE_LOG_IDLE_FLUSHES; i++)
+    ck_assert_int_eq (s->ops->flush (s), 0);
+  ck_assert_int_eq (mark_of (3), 0);
+
+  fill (data, 4, 200, 2);
+  pi_generate_sep (&p, data, pi, 4, 200);
+  log_sync_hook = sync_fails;
+  ntrace = 0;
+  errno = 0;
+  ck_assert_int_eq (s->ops->write (s, 200, 4, data, pi, false), -1);
+  ck_assert_int_eq (errno, EIO);
+  ck_assert_int_eq (nerrors, 1);
+  ck_assert_ptr_nonnull (strstr (last_error, "marking LBA 200..203 dirty "
+                                 "in "));
+  ck_assert_int_eq (s->ops->zero (s, 200, 4, false), -1);
+  ck_assert_int_eq (nerrors, 2);
+  log_sync_hook = NULL;
+  ck_assert_uint_eq (trace_find (0, T_DATA, false), ntrace);
+  ck_assert_uint_eq (trace_find (0, T_PI, false), ntrace);
+  ck_assert_uint_eq (check_blocks (s, 200, 4, 1, 0), 0);
+
+  ntrace = 0;
+  write_blocks (s, 200, 4, 2, 0);
+  ck_assert_uint_lt (trace_find (0, T_LOG, true),
+                     trace_find (0, T_DATA, false));
+  ck_assert_int_eq (mark_of (3), 1);
+  ck_assert_uint_eq (check_blocks (s, 200, 4, 2, 0), 0);
+  s->ops->close (s);
+  ck_assert_int_eq (nerrors, 2);
+}
+END_TEST
+
+static sem_t sync_entered;      /* posted by hold_sync when it holds */
+static sem_t sync_release;      /* posted to let hold_sync return */
+static sem_t marked_written;    /* posted by write_marked when done */
+
+/* A log_sync_hook: the sync of a mark waits for sync_release. */
+static int
+hold_sync (void)
+{
+  sem_post (&sync_entered);
+  sem_wait (&sync_release);
+  return 0;
+}
+
+/* A thread writing into region 5, not yet marked. */
+static void *
+write_unmarked (void *s)
+{
+  write_blocks (s, 320, 4, 1, 0);
+  return NULL;
+}
+
+/* A thread writing into region 2, marked. */
+static void *
+write_marked (void *s)
+{
+  write_blocks (s, 130, 4, 2, 0);
+  sem_post (&marked_written);
+  return NULL;
+}
+
+/* While the mark of one write is being synced, a write into a region
+ * marked already goes ahead: it does not wait for that sync. */
+START_TEST (test_marked_writes_do_not_wait)
+{
+  struct store *s = open_store ();
+  pthread_t unmarked, marked;
+  struct timespec deadline;
+  int waited;
+
+  ck_assert_int_eq (sem_init (&sync_entered, 0, 0), 0);
+  ck_assert_int_eq (sem_init (&sync_release, 0, 0), 0);
+  ck_assert_int_eq (sem_init (&marked_written, 0, 0), 0);
+  write_blocks (s, 130, 4, 1, 0);         /* region 2 */
+  log_sync_hook = hold_sync;
+  ck_assert_int_eq (pthread_create (&unmarked, NULL, write_unmarked, s), 0);
+  sem_wait (&sync_entered);
+  ck_assert_int_eq (pthread_create (&marked, NULL, write_marked, s), 0);
+  clock_gettime (CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 10;
+  while ((waited = sem_timedwait (&marked_written, &deadline)) == -1
+         && errno == EINTR)
+    ;
+  sem_post (&sync_release);
+  pthread_join (unmarked, NULL);
+  pthread_join (marked, NULL);
+  log_sync_hook = NULL;
+  ck_assert_msg (waited == 0, "a write into a marked region waited for "
+                 "the sync of another region's mark");
+  ck_assert_uint_eq (check_blocks (s, 130, 4, 2, 0), 0);
+  ck_assert_uint_eq (check_blocks (s, 320, 4, 1, 0), 0);
+  ck_assert_int_eq (mark_of (5), 1);
+  s->ops->close (s);
+  sem_destroy (&sync_entered);
+  sem_destroy (&sync_release);
+  sem_destroy (&marked_written);
+  ck_assert_int_eq (nerrors, 0);
+}
+END_TEST
+
 static Suite *
 store_file_log_suite (void)
 {
@@ -424,6 +568,8 @@ store_file_log_suite (void)
   tcase_add_test (tc, test_flush_clears);
   tcase_add_test (tc, test_crash_recovered);
   tcase_add_test (tc, test_log_files);
+  tcase_add_test (tc, test_mark_fails);
+  tcase_add_test (tc, test_marked_writes_do_not_wait);
   suite_add_tcase (s, tc);
   return s;
 }
