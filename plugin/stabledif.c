@@ -579,6 +579,7 @@ static int
 stabledif_get_ready (void)
 {
   struct profile p;
+  uint64_t blocks, regions;
   int v;
 
   plugin.disk = disk_open (&plugin.cfg);
@@ -587,11 +588,11 @@ stabledif_get_ready (void)
   if (disk_read_only (plugin.disk))
     fprintf (stderr, "nbdkit: stabledif: file=%s cannot be opened for "
              "writing: serving it read-only\n", plugin.cfg.file);
-  if (plugin.disk->store->recovered_regions > 0)
+  disk_recovered (plugin.disk, &blocks, &regions);
+  if (regions > 0)
     fprintf (stderr, "nbdkit: stabledif: file=%s: recovered %" PRIu64
              " blocks in %" PRIu64 " dirty regions\n", plugin.cfg.file,
-             plugin.disk->store->recovered_blocks,
-             plugin.disk->store->recovered_regions);
+             blocks, regions);
 
   for (v = 0; v < STATS_VIEW_COUNT; ++v) {
     disk_profile (plugin.disk, (enum profile_view) v, &p);

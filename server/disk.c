@@ -357,6 +357,13 @@ disk_read_only (const struct disk *d)
   return d->store->read_only;
 }
 
+void
+disk_recovered (const struct disk *d, uint64_t *blocks, uint64_t *regions)
+{
+  *blocks = d->store->recovered_blocks;
+  *regions = d->store->recovered_regions;
+}
+
 /* Failed PI checks of one request: counted, recorded as events, and
  * summed up for the single error message. */
 struct failures {

@@ -93,6 +93,13 @@ uint64_t disk_view_size (const struct disk *d, enum profile_view view);
  * with EROFS. */
 bool disk_read_only (const struct disk *d);
 
+/* What opening the file= store rebuilt after a crash: the blocks whose
+ * PI it rebuilt from their data into *BLOCKS, the dirty regions it
+ * scanned for them into *REGIONS (both 0 when nothing was to recover,
+ * and for memory storage). */
+void disk_recovered (const struct disk *d, uint64_t *blocks,
+                     uint64_t *regions);
+
 /* The request size, in bytes, that either view serves without a
  * read-modify-write penalty: the protection interval. */
 uint32_t disk_preferred_request (const struct disk *d);
