@@ -3,22 +3,11 @@
  * crash.  See store-file-recover.h for the rule. */
 #include <config.h>
 
-#include <stdbool.h>
-#include <string.h>
-
 #include "store-file-recover.h"
 
-/* Invert the LEN bytes at P in place: stored form to tuple and back. */
-static void
-recover_invert (uint8_t *p, size_t len)
-{
-  for (size_t i = 0; i < len; i++)
-    p[i] = ~p[i];
-}
-
-/* Rebuild the tuple at T (not inverted) of the block at DATA, LBA: the
- * guard of the data, the ref tag of the LBA where the format checks it,
- * the app tag kept. */
+/* Rebuild the tuple at T of the block at DATA, LBA: the guard of the
+ * data, the ref tag of the LBA where the format checks it, the app tag
+ * kept. */
 static void
 recover_rebuild (const struct pi_format *f, uint32_t interval,
                  uint64_t lba, const uint8_t *data, uint8_t *t)
@@ -35,26 +24,21 @@ recover_rebuild (const struct pi_format *f, uint32_t interval,
 uint64_t
 store_file_recover_blocks (const struct pi_format *f, uint32_t interval,
                            uint64_t lba, uint64_t nblocks,
-                           const uint8_t *data, uint8_t *stored)
+                           const uint8_t *data, uint8_t *tuples)
 {
   const struct pi_params p = { .format = f, .interval = interval };
   const unsigned ts = f->tuple_size;
   uint64_t fixed = 0;
-  uint8_t t[PI_TUPLE_MAX];
 
   if (ts == 0)
     return 0;
   for (uint64_t i = 0; i < nblocks; i++) {
     const uint8_t *d = data + i * interval;
-    uint8_t *s = stored + i * ts;
+    uint8_t *t = tuples + i * ts;
 
-    memcpy (t, s, ts);
-    recover_invert (t, ts);
     if (pi_verify_block (&p, d, t, lba + i, NULL, NULL) == PI_CHECK_OK)
       continue;
     recover_rebuild (f, interval, lba + i, d, t);
-    recover_invert (t, ts);
-    memcpy (s, t, ts);
     fixed++;
   }
   return fixed;

@@ -23,12 +23,13 @@
 #include "pi.h"
 
 /* NBLOCKS blocks from LBA of format F with INTERVAL bytes each: their
- * data at DATA, their tuples in stored (bit-inverted) form at STORED.
- * Rebuild, in STORED, every tuple that fails its guard or ref check.
- * Returns how many were rebuilt. */
+ * data at DATA, their tuples at TUPLES (as the host sees them, not in
+ * the stored, bit-inverted form of PATH.pi).  Rebuild, in TUPLES, every
+ * tuple that fails its guard or ref check.  Returns how many were
+ * rebuilt. */
 uint64_t store_file_recover_blocks (const struct pi_format *f,
                                     uint32_t interval, uint64_t lba,
                                     uint64_t nblocks, const uint8_t *data,
-                                    uint8_t *stored);
+                                    uint8_t *tuples);
 
 #endif /* STABLEDIF_STORE_FILE_RECOVER_H */

@@ -847,11 +847,15 @@ recover_region (struct file_store *fs, uint64_t lba, uint64_t nblocks,
       return io_error (fs, "recovering: reading data", fs->path, lba, n);
     if (store_file_io_pread (fs->pi_fd, pi, n * t, pi_offset (fs, lba)) == -1)
       return io_error (fs, "recovering: reading PI", fs->pi_path, lba, n);
+    invert (pi, pi, n * t);
     fixed = store_file_recover_blocks (fs->s.geom.format, iv, lba, n,
                                        data, pi);
-    if (fixed > 0 && full_pwrite (fs, fs->pi_fd, pi, n * t,
-                                  pi_offset (fs, lba), false) == -1)
-      return io_error (fs, "recovering: writing PI", fs->pi_path, lba, n);
+    if (fixed > 0) {
+      invert (pi, pi, n * t);
+      if (full_pwrite (fs, fs->pi_fd, pi, n * t, pi_offset (fs, lba),
+                       false) == -1)
+        return io_error (fs, "recovering: writing PI", fs->pi_path, lba, n);
+    }
     fs->s.recovered_blocks += fixed;
     lba += n;
     nblocks -= n;
