@@ -323,7 +323,8 @@ run_nbdsh () {
 }
 
 # The python prelude of run_nbdsh: our own PI arithmetic (on top of
-# pi_ref.py, see there), connection helpers and an error checker.
+# pi_ref.py, see there), connection helpers, an error checker and a
+# control-socket request.
 cat > "$tmpdir/prelude.py" <<'EOF'
 import errno
 import os
@@ -441,4 +442,23 @@ def expect_error(err, fn, *args):
 
 def rand_bytes(rng, n):
     return rng.randbytes(n)
+
+
+def ctl(line, path=None):
+    """One request LINE on the control socket PATH (default $CTL); its
+    JSON reply, which must say ok."""
+    import json
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(path or os.environ["CTL"])
+        s.sendall(line.encode() + b"\n")
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = s.recv(65536)
+            assert chunk, "control socket closed"
+            reply += chunk
+    j = json.loads(reply)
+    assert j["ok"] is True, (line, j)
+    return j
 EOF

@@ -39,19 +39,14 @@ pid=$(cat "$pidfile")
 echo "nbdkit $("$NBDKIT" --version | awk '{ print $2 }'), pid $pid"
 
 cat > "$tmpdir/hangup.py" <<'PY'
-import errno
+# After functions.sh's prelude (ctl() is there).
 import json
-import os
 import signal
-import socket
 import subprocess
 import time
 import traceback
 
-import nbd
-
-SOCK, CTL, EVENTS, PID = (os.environ[v] for v in
-                          ("sock", "CTL", "EVENTS", "NBDKIT_PID"))
+CTL, EVENTS, PID = (os.environ[v] for v in ("CTL", "EVENTS", "NBDKIT_PID"))
 CTLBIN, NBDCOPY = os.environ["CTLBIN"], os.environ["NBDCOPY"]
 ROUNDS = 20
 INTERVAL = 512
@@ -61,22 +56,6 @@ BAD_READS = 16                  # reads across LBA per killed client
 BIG_READS = 16                  # 2 MiB reads whose replies are never read
 BIG = 2 << 20
 URI = "nbd+unix:///data?socket=" + SOCK
-
-
-def ctl(line):
-    """One request on the control socket; the reply as a dict."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(60)
-        s.connect(CTL)
-        s.sendall(line.encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            assert chunk, "control socket closed"
-            buf += chunk
-    r = json.loads(buf)
-    assert r["ok"] is True, (line, r)
-    return r
 
 
 def failed():
@@ -191,9 +170,10 @@ print("ok: pid %s alive; %d failed reads, each counted once and an event"
       % (PID, expected))
 PY
 
+cat "$tmpdir/prelude.py" "$tmpdir/hangup.py" > "$tmpdir/run.py"
 status=0
 sock=$sock CTL=$ctl EVENTS=$events NBDKIT_PID=$pid CTLBIN=$CTLBIN \
-  NBDCOPY=$NBDCOPY timeout 600 python3 "$tmpdir/hangup.py" || status=$?
+  NBDCOPY=$NBDCOPY timeout 600 python3 "$tmpdir/run.py" || status=$?
 if ! kill -0 "$pid" 2>/dev/null; then
   # The end of the log, without the replies nbdkit could not send.
   echo "$0: the end of nbdkit's log:" >&2
