@@ -26,9 +26,8 @@ pc_prepare () {
   [ -x "$prog" ] || fail "$prog not built"
   pc_initrd=$dir/initrd-powercut.cpio
   pc_image=$dir/powercut.img
-  bash "$vm_dir/mkinitramfs.sh" -k "$vm_kver" -i "$vm_dir/init-powercut" \
-    -o "$pc_initrd" -m virtio_pci -m virtio_blk -b "$prog" ||
-    fail "building the initramfs failed"
+  vm_initramfs "$pc_initrd" -i "$vm_dir/init-powercut" \
+    -m virtio_pci -m virtio_blk -b "$prog"
   rm -f "$pc_image"
   truncate -s 64M "$pc_image"
   mke2fs -q -F -t ext4 -E lazy_itable_init=0,lazy_journal_init=0 \
@@ -66,7 +65,7 @@ pc_boot () {
   rm -f "$pidfile"
   QEMU=$QEMU bash "$vm_dir/run-vm.sh" "$log" "$STABLEDIF_VM_TIMEOUT" \
     "$vm_kernel" "$pc_initrd" \
-    "console=ttyS0 panic=-1 quiet no_timer_check stabledif.powercut=$args" \
+    "$vm_cmdline stabledif.powercut=$args" \
     -drive "file=$pc_image,format=raw,if=virtio,cache=unsafe" \
     -pidfile "$pidfile" 2>>"$log.host" &
   pid=$!

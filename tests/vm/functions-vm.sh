@@ -50,11 +50,21 @@ vm_requires () {
   fi
 }
 
-# vm_initramfs OUT [-m MODULE]... [-b PROGRAM]...: build the guest's
-# initramfs (tests/vm/mkinitramfs.sh) with tests/vm/init.
+# The guest kernel's command line, before the guest's own parameters.
+# no_timer_check: under TCG on a loaded host the guest's timer check can
+# fail ("IO-APIC + timer doesn't work") and panic the boot.
+vm_cmdline="console=ttyS0 panic=-1 quiet no_timer_check"
+
+# vm_initramfs OUT [-i INIT] [-m MODULE]... [-b PROGRAM]...: build the
+# guest's initramfs (tests/vm/mkinitramfs.sh) with INIT as its /init
+# (default tests/vm/init).
 vm_initramfs () {
-  local out=$1; shift
-  bash "$vm_dir/mkinitramfs.sh" -k "$vm_kver" -i "$vm_dir/init" -o "$out" "$@" ||
+  local out=$1 init=$vm_dir/init; shift
+  if [ "${1-}" = -i ]; then
+    init=$2
+    shift 2
+  fi
+  bash "$vm_dir/mkinitramfs.sh" -k "$vm_kver" -i "$init" -o "$out" "$@" ||
     fail "building the initramfs failed"
 }
 
@@ -64,9 +74,7 @@ vm_initramfs () {
 # shell; "\$unixsocket" etc. in QEMU-ARGS are left for the --run shell.
 vm_boot_cmd () {
   local log=$1 initrd=$2 tests=$3; shift 3
-  # no_timer_check: under TCG on a loaded host the guest's timer check
-  # can fail ("IO-APIC + timer doesn't work") and panic the boot.
-  local append="console=ttyS0 panic=-1 quiet no_timer_check stabledif.tests=$tests"
+  local append="$vm_cmdline stabledif.tests=$tests"
   local cmd a
   cmd="QEMU=$(printf %q "$QEMU") bash $(printf %q "$vm_dir/run-vm.sh")"
   for a in "$log" "$STABLEDIF_VM_TIMEOUT" "$vm_kernel" "$initrd" "$append"; do
