@@ -1765,31 +1765,65 @@ START_TEST (fua_durable_when_done)
 END_TEST
 
 /* A write with FUA whose sync fails fails with EIO and one error naming
- * the file, whether the store syncs with RWF_DSYNC or fdatasync. */
+ * the file, whether the store syncs with RWF_DSYNC or fdatasync, and
+ * whether the request is one store call (whole blocks: the store's FUA)
+ * or several (a partial head: written, then flushed).  What it leaves
+ * reads back through the data view without a PI error, as the new data
+ * or as the data before it. */
 START_TEST (fua_sync_failure)
 {
   char dir[256], path[300];
   struct disk *d = open_tracked (_i, 64, dir, sizeof dir);
-  uint8_t *buf = xmalloc (4 * IV (d));
+  const struct {
+    uint64_t offset, count;
+  } shapes[] = {
+    { IV (d), 4 * IV (d) },             /* whole blocks */
+    { IV (d) + 9, 4 * IV (d) - 9 },     /* a partial head */
+  };
+  uint8_t *buf = xmalloc (4 * IV (d)), *before, *after;
   int f, rwf;
+  size_t k;
 
   fill (buf, 4 * IV (d), 7);
-  for (rwf = 0; rwf < 2; rwf++)
-    for (f = 0; f < SYNC_NFILES; f++) {
-      sync_track.no_rwf_dsync = !rwf;
-      sync_track.fail = f;
-      errors_reset ();
-      ck_assert_int_eq (disk_pwrite (d, &io_data, buf, 4 * IV (d) - 9,
-                                     IV (d) + 9, true), -1);
-      ck_assert_int_eq (errno, EIO);
-      snprintf (path, sizeof path, "%s/disk%s", dir,
-                f == SYNC_PI ? ".pi" : "");
-      ck_assert_msg (strstr (last_error, path) != NULL,
-                     "error \"%s\" does not name %s", last_error, path);
-      ck_assert_msg (strstr (last_error, "Input/output error") != NULL,
-                     "error \"%s\" does not say EIO", last_error);
-      ck_assert_int_eq (nr_errors, 1);
-    }
+  before = xmalloc (6 * IV (d));
+  fill (before, 6 * IV (d), 8);
+  must_write (d, &io_data, before, 0, 6 * IV (d));
+  free (before);
+  /* RWF_DSYNC first: once it has failed with EOPNOTSUPP the store uses
+   * fdatasync for good. */
+  for (rwf = 1; rwf >= 0; rwf--)
+    for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+      for (f = 0; f < SYNC_NFILES; f++) {
+        const uint64_t offset = shapes[k].offset, count = shapes[k].count;
+
+        before = must_read (d, &io_data, offset, count);
+        sync_track.no_rwf_dsync = !rwf;
+        sync_track.fail = f;
+        sync_track_zero ();
+        errors_reset ();
+        ck_assert_int_eq (disk_pwrite (d, &io_data, buf, count, offset,
+                                       true), -1);
+        ck_assert_int_eq (errno, EIO);
+        if (rwf && k == 0)
+          ck_assert_msg (sync_track.syncs[SYNC_DATA] == 0
+                         && sync_track.syncs[SYNC_PI] == 0,
+                         "file %d: fdatasync, not RWF_DSYNC", f);
+        snprintf (path, sizeof path, "%s/disk%s", dir,
+                  f == SYNC_PI ? ".pi" : "");
+        ck_assert_msg (strstr (last_error, path) != NULL,
+                       "error \"%s\" does not name %s", last_error, path);
+        ck_assert_msg (strstr (last_error, "Input/output error") != NULL,
+                       "error \"%s\" does not say EIO", last_error);
+        ck_assert_int_eq (nr_errors, 1);
+        sync_track.fail = -1;
+        after = must_read (d, &io_data, offset, count);
+        ck_assert_msg (memcmp (after, buf, count) == 0
+                       || memcmp (after, before, count) == 0,
+                       "rwf %d, shape %zu, file %d: neither the new data "
+                       "nor the old", rwf, k, f);
+        free (before);
+        free (after);
+      }
   sync_track_stop ();
   free (buf);
   disk_close (d);
