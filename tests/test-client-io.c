@@ -433,6 +433,10 @@ main (int argc, char *argv[])
   const char *mode;
 
   progname = "test-client-io";
+  /* Every wait below is bounded by WAIT_SECONDS except the I/O thread
+   * parked in the poll hook and the flood threads' start: a hang there
+   * ends the whole test (SIGALRM's default action) instead. */
+  alarm (4 * WAIT_SECONDS);
   if (argc != 3) {
     fprintf (stderr, "usage: %s URI MODE\n", progname);
     return EXIT_FAILURE;
