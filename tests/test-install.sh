@@ -52,9 +52,13 @@ expected="$tmpdir/expected"
   echo "$pkgconfigdir/stabledif.pc"
   echo "$plugindir/nbdkit-stabledif-plugin.so"
   for p in stabledif-ctl stabledif-bench stabledif-attach \
-      nbdkit-stabledif-plugin; do
+      nbdkit-stabledif-plugin stabledif-fio; do
     echo "$man1dir/$p.1"
   done
+  # The fio engine, if configure found a fio source tree.
+  if [ -f "$top_builddir/client/fio-engine/stabledif-fio.la" ]; then
+    echo "$libdir/stabledif/stabledif-fio.so"
+  fi
   echo "$man3dir/libstabledif.3"
   echo "$man7dir/stabledif.7"
 } | sort > "$expected"

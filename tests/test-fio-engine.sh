@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# stabledif: the fio engine (client/fio-engine, stabledif-fio(1)) with
+# the real plugin.  Every PI format and interval: fio's randrw with its
+# own crc32c verify on top of the library's PI, at iodepth 1 and 32, no
+# PI error anywhere.  mutate= under policy none: the device rejects the
+# changed writes, and the engine's count of rejections is the device's
+# (stabledif-ctl counters); the same job under wait and snapshot: no
+# rejection, and fio's verify still passes.  Bad engine options fail
+# with fio's option error naming the option.  Skips without the engine
+# (configure found no fio source tree) or fio.
+. "${srcdir:-$(dirname "$0")}/functions.sh"
+: "${top_builddir:?top_builddir must be set}"
+engine=$top_builddir/client/fio-engine/.libs/stabledif-fio.so
+[ -f "$engine" ] ||
+  { echo "$0: SKIP: the fio engine was not built (configure --with-fio=DIR)"; exit 77; }
+requires "$NBDKIT" "$FIO" python3
+ctl=$top_builddir/client/stabledif-ctl/stabledif-ctl
+
+# An engine built with --enable-sanitizers needs the runtimes loaded
+# first into fio, which is not instrumented.
+fio_env=()
+if ldd "$engine" | grep -q libasan; then
+  fio_env=(env "LD_PRELOAD=$SANITIZER_PRELOAD"
+           "ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}")
+fi
+
+# $tmpdir/fio.sh URI OUT [fio args...]: fio with the engine on URI, its
+# output in OUT; then, if $tmpdir/ctl.sock exists, the device's counters
+# in OUT.ctl.  Exit status: fio's.
+cat > "$tmpdir/fio.sh" <<SH
+uri=\$1 out=\$2; shift 2
+r=0
+${fio_env[*]} "$FIO" --ioengine=external:"$engine" --uri="\$uri" "\$@" \
+  > "\$out" 2>&1 || r=\$?
+[ ! -S "$tmpdir/ctl.sock" ] ||
+  "$ctl" -s "$tmpdir/ctl.sock" --json counters > "\$out.ctl" || r=99
+exit \$r
+SH
+
+# counter OUT JOB NAME: the engine's counter NAME of job JOB in OUT.
+counter () {
+  sed -n "s/^stabledif-fio: $2: .* $3=\([0-9]*\).*/\1/p" "$1"
+}
+
+# 1. Every format and interval, randrw + crc32c verify, iodepth 1 and 32.
+for fi in T10-DIF-TYPE1-CRC:512 T10-DIF-TYPE1-CRC:4096 \
+          T10-DIF-TYPE2-CRC:512 T10-DIF-TYPE2-CRC:4096 \
+          T10-DIF-TYPE3-CRC:512 T10-DIF-TYPE3-CRC:4096 \
+          EXT-DIF-TYPE1-CRC64:4096 EXT-DIF-TYPE3-CRC64:4096; do
+  f=${fi%:*} i=${fi#*:} out=$tmpdir/out-$f-$i
+  serve size=8M format="$f" interval="$i" ctl=none -- \
+    bash "$tmpdir/fio.sh" '$uri' "$out" --rw=randrw --bs=4k --size=4m \
+      --verify=crc32c --name=qd1 --iodepth=1 \
+      --name=qd32 --iodepth=32 --stonewall ||
+    { cat "$out"; fail "$f/$i: fio failed"; }
+  for j in qd1 qd32; do
+    w=$(counter "$out" $j writes) r=$(counter "$out" $j reads)
+    [ "${w:-0}" -gt 0 ] && [ "${r:-0}" -gt 0 ] ||
+      { cat "$out"; fail "$f/$i $j: no counters line, or no I/O"; }
+    for c in rejected_writes write_errors read_pi_errors read_errors; do
+      [ "$(counter "$out" $j $c)" = 0 ] ||
+        { cat "$out"; fail "$f/$i $j: $c is not 0"; }
+    done
+  done
+  grep -q 'err= 0' "$out" || { cat "$out"; fail "$f/$i: fio saw errors"; }
+  echo "ok: $f/$i"
+done
+
+# 2. mutate=: rejected under none, never under wait or snapshot.
+mutate_job=(--name=m --rw=write --bs=4k --size=1m --iodepth=8 --mutate=3
+            --race_delay_us=300)
+out=$tmpdir/out-none
+serve size=4M ctl="$tmpdir/ctl.sock" -- \
+  bash "$tmpdir/fio.sh" '$uri' "$out" "${mutate_job[@]}" \
+    --policy=none --unsafe=1 --continue_on_error=write && r=0 || r=$?
+[ "$r" != 99 ] || { cat "$out"; fail "none: stabledif-ctl failed"; }
+n=$(counter "$out" m rejected_writes)
+dev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["writes_rejected"])' "$out.ctl")
+[ "${n:-0}" -gt 0 ] && [ "$n" = "$dev" ] ||
+  { cat "$out" "$out.ctl"; fail "none: engine rejections ${n:-none}, device $dev"; }
+grep -q 'rejected by device (EIO) at LBA' "$out" ||
+  { cat "$out"; fail "none: no message naming the LBA"; }
+echo "ok: policy none: $n writes rejected, as the device counted"
+
+for p in wait snapshot; do
+  out=$tmpdir/out-$p
+  serve size=4M ctl="$tmpdir/ctl.sock" -- \
+    bash "$tmpdir/fio.sh" '$uri' "$out" "${mutate_job[@]}" --policy=$p \
+      --verify=crc32c ||
+    { cat "$out"; fail "$p: fio failed"; }
+  dev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["writes_rejected"])' "$out.ctl")
+  [ "$(counter "$out" m rejected_writes)" = 0 ] && [ "$dev" = 0 ] ||
+    { cat "$out"; fail "$p: writes rejected"; }
+  echo "ok: policy $p: no write rejected, verify passed"
+done
+rm -f "$tmpdir/ctl.sock"
+
+# 3. Bad options: fio's option error naming the option; policy none on
+# a device that needs stable writes, without unsafe=1: the library's.
+for bad in "policy=bogus:policy" "pi_chk=GUARD,CRC:pi_chk" \
+           "connections=17:connections" "pi_act=0:pi_act" \
+           "race_delay_us=20000000:race_delay_us" "policy=none:policy"; do
+  opt=${bad%:*} name=${bad##*:} out=$tmpdir/out-bad
+  if serve size=1M ctl=none -- bash "$tmpdir/fio.sh" '$uri' "$out" \
+       --"$opt" --name=b --rw=read --size=64k; then
+    cat "$out"; fail "$opt: fio accepted it"
+  fi
+  grep -q "$name" "$out" || { cat "$out"; fail "$opt: no error naming $name"; }
+done
+echo "ok: bad options"
+echo "$0: ok"
