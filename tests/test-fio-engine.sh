@@ -22,7 +22,7 @@ ctl=$top_builddir/client/stabledif-ctl/stabledif-ctl
 fio_env=()
 if ldd "$engine" | grep -q libasan; then
   fio_env=(env "LD_PRELOAD=$SANITIZER_PRELOAD"
-           "ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}")
+           "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 fi
 
 # $tmpdir/fio.sh URI OUT [fio args...]: fio with the engine on URI, its
@@ -31,7 +31,7 @@ fi
 cat > "$tmpdir/fio.sh" <<SH
 uri=\$1 out=\$2; shift 2
 r=0
-${fio_env[*]} "$FIO" --ioengine=external:"$engine" --uri="\$uri" "\$@" \
+${fio_env[*]+$(printf '%q ' "${fio_env[@]}")}"$FIO" --ioengine=external:"$engine" --uri="\$uri" "\$@" \
   > "\$out" 2>&1 || r=\$?
 [ ! -S "$tmpdir/ctl.sock" ] ||
   "$ctl" -s "$tmpdir/ctl.sock" --json counters > "\$out.ctl" || r=99
