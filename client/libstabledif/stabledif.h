@@ -250,8 +250,9 @@ struct stabledif_pi {
 /* Write COUNT data bytes at OFFSET from BUF with the PI that PI
  * describes (PI NULL: as stabledif_pwrite).  BUF is not const: an
  * interleaved BUF whose PI the library generates gets the tuples written
- * into it.  The stable-page policy covers all of BUF (and TUPLES) as for
- * stabledif_pwrite, forensics too.  A caller's tuple failing a check
+ * into it.  The stable-page policy covers all of BUF as for
+ * stabledif_pwrite, forensics too; the caller's TUPLES must not change
+ * until the write completes (except under snapshot).  A caller's tuple failing a check
  * asked for fails the call with EILSEQ naming the LBA and check, and
  * nothing is sent.  A write the device rejects fails with EIO; for the
  * caller's PI the message names the first block and check that fail
