@@ -1079,7 +1079,7 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
   uint8_t *bufs, *span;
   size_t k, maxext = sizes[nsizes - 1] / iv * es;
   uint64_t span_ext = o->span / iv * es;
-  int ret = -1;
+  int ret = -1, srv;
   unsigned i;
 
   if (stabledif_get_app_tag (sd->h, &sd->app_tag, &sd->app_mask) == -1) {
@@ -1149,8 +1149,10 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
         rates[0][r] = a;
         rates[1][r] = b;
         cost[k][i][0].cpu += c[0].cpu;
+        cost[k][i][0].server += c[0].server;
         cost[k][i][0].bytes += c[0].bytes;
         cost[k][i][1].cpu += c[1].cpu;
+        cost[k][i][1].server += c[1].server;
         cost[k][i][1].bytes += c[1].bytes;
       }
       snprintf (label, sizeof label, "%s %zuK %s", row->what, count / 1024,
@@ -1176,9 +1178,11 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
     }
     sd->il_span = nb->il_span = NULL;
   }
-  if (o->side == -1) {
-    printf ("\nclient CPU (user + system) per MB of wire bytes, all rounds, "
-            "for information:\n%-24s %14s %14s %8s\n", "", "libstabledif",
+  for (srv = 0; o->side == -1 && srv < (o->server_pid[0] > 0 ? 2 : 1);
+       srv++) {
+    printf ("\n%s per MB of wire bytes, all rounds, for information:\n"
+            "%-24s %14s %14s %8s\n", srv ? "server CPU (user + system, all "
+            "threads)" : "client CPU (user + system)", "", "libstabledif",
             "baseline", "sd/base");
     for (k = 0; k < nsizes; k++)
       for (i = 0; i < IL_NROWS; i++) {
@@ -1188,13 +1192,17 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
 
         if (c[0].bytes <= 0 || c[1].bytes <= 0)
           continue;
-        a = c[0].cpu / c[0].bytes * 1e9;
-        b = c[1].cpu / c[1].bytes * 1e9;
+        a = (srv ? c[0].server : c[0].cpu) / c[0].bytes * 1e9;
+        b = (srv ? c[1].server : c[1].cpu) / c[1].bytes * 1e9;
         snprintf (label, sizeof label, "%s %zuK %s", il_rows[i].what,
                   sizes[k] / 1024,
                   il_rows[i].mode == IL_CALLER ? "caller-pi" : "interleaved");
-        printf ("%-24s %8.3f ms/MB %8.3f ms/MB %7.2fx\n", label, a, b,
-                b > 0 ? a / b : 0);
+        /* Server CPU time comes in clock ticks: none, no quotient. */
+        if (a > 0 && b > 0)
+          printf ("%-24s %8.3f ms/MB %8.3f ms/MB %7.2fx\n", label, a, b,
+                  a / b);
+        else
+          printf ("%-24s %8.3f ms/MB %8.3f ms/MB %8s\n", label, a, b, "n/a");
       }
   }
   ret = 0;

@@ -9,7 +9,9 @@
  * DMA").  Reads receive extended blocks, verify the PI and return the data
  * (and the PI if asked).  Between submit and copy-out the caller's buffer
  * must not change; the stable-page policy of the handle says how that is
- * ensured (wait, wait-sent, snapshot) or not (none).
+ * ensured (wait, wait-sent, snapshot) or not (none).  The _pi calls
+ * take the PI from the caller instead, or interleaved with the data in
+ * one buffer that is sent and verified in place (no copy).
  *
  * Errors follow libnbd: functions return -1 (or NULL), and
  * stabledif_get_error() / stabledif_get_errno() say why, per thread.
