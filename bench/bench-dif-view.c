@@ -24,6 +24,10 @@
  * steadier than the throughputs on a shared machine; with --server-pids
  * a third gives each server's CPU time per MB (all its threads, from
  * /proc/PID/stat).
+ * With --interleaved the table is of interleaved buffers instead (the
+ * _pi calls with STABLEDIF_PI_INTERLEAVED: PI generated in place and no
+ * copy-out, reads verified in place, the caller's PI sent unchecked),
+ * against libnbd moving the same extended bytes (il_table).
  * bench/dif-view.sh starts both servers; see bench/README.md.  Not a
  * test: it prints ratios, and with --check exits 1 when one is below the
  * target.
@@ -86,6 +90,7 @@ struct options {
                                    rather than from completion callbacks */
   long server_pid[2];           /* process IDs of the stabledif server
                                    and the baseline's (0: not measured) */
+  bool interleaved;             /* the interleaved table instead (il_table) */
 };
 
 /* ---- the two sides: a table of operations ---- */
@@ -144,6 +149,23 @@ struct side {
                                    pass over the span */
   atomic_bool abort;            /* a connection failed: all stop */
   uint64_t last_bytes;          /* bytes moved by the last run */
+  /* Interleaved rows (il_table): */
+  int il;                       /* libstabledif: 0 the plain calls, else
+                                   enum il_mode */
+  uint16_t app_tag, app_mask;   /* libstabledif: the device's app tag */
+  size_t il_stride;             /* libstabledif: bytes of a buffer slot
+                                   (extended blocks of COUNT data bytes) */
+  uint8_t *il_span;             /* both: extended blocks of the whole span
+                                   that requests take at their offset
+                                   (caller rows), or NULL */
+  uint32_t il_interval;         /* libstabledif: the protection interval */
+};
+
+/* The requests of an interleaved row (stabledif_aio_pwrite_pi and
+ * _pread_pi with STABLEDIF_PI_INTERLEAVED). */
+enum il_mode {
+  IL_GENERATED = 1,             /* writes: PI generated in place */
+  IL_CALLER = 2,                /* writes: the caller's PI, unchecked */
 };
 
 /* libstabledif completion (its I/O thread). */
@@ -255,6 +277,33 @@ chain_fail (struct side *s, int error)
 
 static void chain_done (void *user_data, int error);
 
+/* Submit the interleaved request of SLOT at data offset OFF (see enum
+ * il_mode): from the slot's extended blocks, or from the span's at OFF.
+ * The cookie or -1. */
+static int64_t
+il_submit (struct slot *slot, uint64_t off)
+{
+  struct side *s = slot->s;
+  struct stabledif_pi pi = {
+    .flags = STABLEDIF_PI_INTERLEAVED, .app_tag = s->app_tag,
+    .app_mask = s->app_mask, .tuples = NULL,
+  };
+  uint8_t *buf = s->bufs + (size_t) slot->index * s->il_stride;
+
+  if (s->il_span)
+    buf = s->il_span + off / s->il_interval *
+      (s->il_stride / (s->count / s->il_interval));
+  if (!s->write) {
+    pi.flags |= STABLEDIF_PI_CHECK_ALL;
+    return stabledif_aio_pread_pi (s->h, buf, s->count, off, &pi, 0,
+                                   chain_done, slot);
+  }
+  if (s->il == IL_CALLER)
+    pi.flags |= STABLEDIF_PI_CALLER;
+  return stabledif_aio_pwrite_pi (s->h, buf, s->count, off, &pi, 0,
+                                  chain_done, slot);
+}
+
 /* Submit the request of SLOT at OFF; on failure undo its accounting. */
 static void
 chain_submit (struct slot *slot, uint64_t off)
@@ -263,7 +312,9 @@ chain_submit (struct slot *slot, uint64_t off)
   void *buf = s->bufs + (size_t) slot->index * s->count;
   int64_t c;
 
-  if (s->write)
+  if (s->il)
+    c = il_submit (slot, off);
+  else if (s->write)
     c = stabledif_aio_pwrite (s->h, buf, s->count, off, 0, chain_done, slot);
   else
     c = stabledif_aio_pread (s->h, buf, s->count, off, NULL, 0, chain_done,
@@ -474,6 +525,8 @@ nb_worker (void *arg)
       break;
     off = (idx % s->per_pass) * s->count;
     buf = s->bufs + (size_t) (c->first_slot + n % c->window) * s->count;
+    if (s->il_span)
+      buf = s->il_span + off;
     if (s->write)
       r = nbd_aio_pwrite (c->h, buf, s->count, off, cb, 0);
     else
@@ -704,8 +757,12 @@ usage (FILE *fp)
 "                   window like the baseline's\n"
 "  --server-pids SD,BASE  the process IDs of the two servers: print\n"
 "                   their CPU time per MB too (from /proc)\n"
+"  --interleaved    instead: interleaved buffers (library PI, the\n"
+"                   caller's PI unchecked, reads verified in place)\n"
+"                   against the same extended bytes through libnbd\n"
 "  --check          exit 1 if a ratio is below its target (%.2f; writes\n"
-"                   of 64 KiB or more: %.2f)\n",
+"                   of 64 KiB or more: %.2f; --interleaved: see\n"
+"                   bench/README.md)\n",
            STABLEDIF_MAX_CONNECTIONS, TARGET, TARGET_LARGE_WRITE);
 }
 
@@ -725,6 +782,7 @@ parse_options (int argc, char **argv, struct options *o)
     { "side", required_argument, NULL, 'S' },
     { "submit", required_argument, NULL, 'T' },
     { "server-pids", required_argument, NULL, 'P' },
+    { "interleaved", no_argument, NULL, 'I' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -742,6 +800,7 @@ parse_options (int argc, char **argv, struct options *o)
   o->side = -1;
   o->from_thread = false;
   o->server_pid[0] = o->server_pid[1] = 0;
+  o->interleaved = false;
   while ((c = getopt_long (argc, argv, "h", longopts, NULL)) != -1) {
     char *end;
     unsigned long long v;
@@ -817,6 +876,7 @@ parse_options (int argc, char **argv, struct options *o)
       break;
     case 'p': o->policy = optarg; break;
     case 'c': o->check = true; break;
+    case 'I': o->interleaved = true; break;
     case 'h': usage (stdout); exit (0);
     default: usage (stderr); return -1;
     }
@@ -951,6 +1011,213 @@ print_costs (const struct options *o, const char *what,
     }
 }
 
+/* ---- interleaved buffers ---- */
+
+/* Targets of the interleaved rows (bench/README.md): writes with the
+ * library's PI (fill the tuples in place, no copy-out), small and large;
+ * reads verified in place; the caller's PI sent unchecked. */
+#define IL_TARGET_WRITE 0.90
+#define IL_TARGET_LARGE_WRITE 0.88
+#define IL_TARGET_READ 0.92
+#define IL_TARGET_CALLER 0.95
+
+/* The rows of il_table, in order. */
+static const struct il_row {
+  const char *what;             /* label: direction, then mode */
+  bool write;                   /* writes, else reads */
+  int mode;                     /* enum il_mode */
+} il_rows[] = {
+  { "write", true, IL_GENERATED },
+  { "read", false, IL_GENERATED },
+  { "write", true, IL_CALLER },
+};
+#define IL_NROWS (sizeof il_rows / sizeof il_rows[0])
+
+/* The target of row R for requests of SIZE bytes. */
+static double
+il_target_of (const struct il_row *r, size_t size)
+{
+  if (r->mode == IL_CALLER)
+    return IL_TARGET_CALLER;
+  if (!r->write)
+    return IL_TARGET_READ;
+  return size >= LARGE_WRITE ? IL_TARGET_LARGE_WRITE : IL_TARGET_WRITE;
+}
+
+/* One pass of SD (PI generated in place) and NB over the span, from
+ * BUFS, or from SPAN if not NULL (whose tuples it fills): reads then
+ * verify real PI, and the span holds the right tuple for every LBA. */
+static int
+il_fill (struct side *sd, struct side *nb, const struct options *o,
+         uint8_t *bufs, uint8_t *span, size_t count, size_t ext_count)
+{
+  sd->il = IL_GENERATED;
+  sd->il_span = nb->il_span = span;
+  if ((o->side != 1 && run (sd, o, true, bufs, count, 0) < 0) ||
+      (o->side != 0 && run (nb, o, true, bufs, ext_count, 0) < 0))
+    return -1;
+  return 0;
+}
+
+/* The interleaved table (--interleaved): for each request size, writes
+ * with the library's PI filled in place, reads verified in place, and
+ * writes of the caller's PI (a span of extended blocks built once, sent
+ * unchecked), each against libnbd moving the same extended bytes (the
+ * baseline writes and reads COUNT / interval * (interval + tuple) bytes
+ * per request to the memory plugin).  Rates are wire bytes per second
+ * on both sides; paired rounds and medians as in the main table.  Sets
+ * *MISSED if a ratio is below its target.  0, or -1 (printed). */
+static int
+il_table (struct side *sd, struct side *nb, const struct options *o,
+          const size_t *sizes, size_t nsizes, bool *missed)
+{
+  const uint32_t iv = (uint32_t) stabledif_get_interval (sd->h);
+  const uint32_t es = iv + (uint32_t) stabledif_get_tuple_size (sd->h);
+  const double wire = (double) es / iv;    /* wire bytes per data byte */
+  struct cost cost[2][IL_NROWS][2];        /* [size][row][sd/nb] */
+  double *rates[2], *sorted;
+  uint8_t *bufs, *span;
+  size_t k, maxext = sizes[nsizes - 1] / iv * es;
+  uint64_t span_ext = o->span / iv * es;
+  int ret = -1, srv;
+  unsigned i;
+
+  if (stabledif_get_app_tag (sd->h, &sd->app_tag, &sd->app_mask) == -1) {
+    fprintf (stderr, PROG ": %s\n", stabledif_get_error ());
+    return -1;
+  }
+  memset (cost, 0, sizeof cost);
+  rates[0] = calloc (o->rounds, sizeof (double));
+  rates[1] = calloc (o->rounds, sizeof (double));
+  sorted = calloc (o->rounds, sizeof (double));
+  bufs = malloc (o->depth * maxext);
+  span = malloc (span_ext);
+  if (!rates[0] || !rates[1] || !sorted || !bufs || !span) {
+    perror (PROG ": malloc");
+    goto out;
+  }
+  {
+    uint64_t x = 0x9E3779B97F4A7C15u, j;
+    for (j = 0; j < span_ext; j++) {
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      span[j] = (uint8_t) x;
+      if (j < o->depth * maxext)
+        bufs[j] = (uint8_t) (x >> 8);
+    }
+  }
+  sd->il_interval = iv;
+
+  printf ("interleaved buffers: libstabledif sends the caller's extended "
+          "blocks (STABLEDIF_PI_INTERLEAVED);\nthe baseline moves the same "
+          "extended bytes; MB/s of wire bytes on both sides\n\n");
+  printf ("%-24s %14s %14s %8s %8s\n", "", "libstabledif", "baseline",
+          "ratio", "target");
+  for (k = 0; k < nsizes; k++) {
+    const size_t count = sizes[k], ext_count = count / iv * es;
+
+    sd->il_stride = ext_count;
+    for (i = 0; i < IL_NROWS; i++) {
+      const struct il_row *row = &il_rows[i];
+      struct figure fig;
+      char label[48];
+      unsigned r;
+
+      if (o->only != -1 && o->only != !row->write)
+        continue;
+      /* Before the first row, and before the caller's row (whose span
+       * needs its tuples): one pass. */
+      if ((i == 0 || row->mode == IL_CALLER || (o->only == 1 && i == 1)) &&
+          il_fill (sd, nb, o, bufs, row->mode == IL_CALLER ? span : NULL,
+                   count, ext_count) == -1)
+        goto out;
+      sd->il = row->mode;
+      for (r = 0; r < o->rounds; r++) {
+        struct cost c[2];
+        double a = 0, b = 0;
+
+        memset (c, 0, sizeof c);
+        if (o->side != 1) {
+          a = run_counted (sd, o, row->write, bufs, count, o->round_secs,
+                           o->server_pid[0], &c[0]) * wire;
+          c[0].bytes *= wire;
+        }
+        if (a >= 0 && o->side != 0)
+          b = run_counted (nb, o, row->write, bufs, ext_count,
+                           o->round_secs, o->server_pid[1], &c[1]);
+        if (a < 0 || b < 0)
+          goto out;
+        rates[0][r] = a;
+        rates[1][r] = b;
+        cost[k][i][0].cpu += c[0].cpu;
+        cost[k][i][0].server += c[0].server;
+        cost[k][i][0].bytes += c[0].bytes;
+        cost[k][i][1].cpu += c[1].cpu;
+        cost[k][i][1].server += c[1].server;
+        cost[k][i][1].bytes += c[1].bytes;
+      }
+      snprintf (label, sizeof label, "%s %zuK %s", row->what, count / 1024,
+                row->mode == IL_CALLER ? "caller-pi" : "interleaved");
+      if (o->side != -1) {
+        printf ("%s: %.1f MB/s\n", label,
+                median_of (rates[o->side == 1], o->rounds, sorted) / 1e6);
+        continue;
+      }
+      figure_of (rates[0], rates[1], o->rounds, sorted, &fig);
+      printf ("%-24s %9.1f MB/s %9.1f MB/s %7.2fx %7.2fx%s\n", label,
+              fig.sd / 1e6, fig.base / 1e6, fig.ratio,
+              il_target_of (row, count),
+              fig.ratio >= il_target_of (row, count) ? ""
+              : o->check ? "  MISSED" : "  (below)");
+      if (fig.ratio < il_target_of (row, count))
+        *missed = true;
+      printf ("%-24s", "  rounds:");
+      for (r = 0; r < o->rounds; r++)
+        printf (" %.0f/%.0f=%.2f", rates[0][r] / 1e6, rates[1][r] / 1e6,
+                rates[1][r] > 0 ? rates[0][r] / rates[1][r] : 0);
+      printf ("\n");
+    }
+    sd->il_span = nb->il_span = NULL;
+  }
+  for (srv = 0; o->side == -1 && srv < (o->server_pid[0] > 0 ? 2 : 1);
+       srv++) {
+    printf ("\n%s per MB of wire bytes, all rounds, for information:\n"
+            "%-24s %14s %14s %8s\n", srv ? "server CPU (user + system, all "
+            "threads)" : "client CPU (user + system)", "", "libstabledif",
+            "baseline", "sd/base");
+    for (k = 0; k < nsizes; k++)
+      for (i = 0; i < IL_NROWS; i++) {
+        const struct cost *c = cost[k][i];
+        char label[48];
+        double a, b;
+
+        if (c[0].bytes <= 0 || c[1].bytes <= 0)
+          continue;
+        a = (srv ? c[0].server : c[0].cpu) / c[0].bytes * 1e9;
+        b = (srv ? c[1].server : c[1].cpu) / c[1].bytes * 1e9;
+        snprintf (label, sizeof label, "%s %zuK %s", il_rows[i].what,
+                  sizes[k] / 1024,
+                  il_rows[i].mode == IL_CALLER ? "caller-pi" : "interleaved");
+        /* Server CPU time comes in clock ticks: none, no quotient. */
+        if (a > 0 && b > 0)
+          printf ("%-24s %8.3f ms/MB %8.3f ms/MB %7.2fx\n", label, a, b,
+                  a / b);
+        else
+          printf ("%-24s %8.3f ms/MB %8.3f ms/MB %8s\n", label, a, b, "n/a");
+      }
+  }
+  ret = 0;
+
+ out:
+  sd->il = 0;
+  sd->il_span = nb->il_span = NULL;
+  free (rates[0]);
+  free (rates[1]);
+  free (sorted);
+  free (bufs);
+  free (span);
+  return ret;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1035,6 +1302,12 @@ main (int argc, char **argv)
           "each round times both sides back to back (every run follows one of "
           "the other\nside), a row gives the medians of the rounds\n\n",
           o.depth, per_conn, o.span >> 20, o.rounds, o.round_secs * 1000);
+  if (o.interleaved) {
+    if (il_table (&sd, &nb, &o, sizes, nsizes, &missed) == -1)
+      goto out;
+    status = o.check && missed ? 1 : 0;
+    goto out;
+  }
   printf ("%-16s %14s %14s %8s %8s\n", "", "libstabledif", "baseline",
           "ratio", "target");
 

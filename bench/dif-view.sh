@@ -18,6 +18,11 @@
 # connection per side follows, for information only: it is not checked
 # against the target.
 #
+# With "-- --interleaved" the tables are of interleaved buffers instead
+# (library PI filled in place, reads verified in place, the caller's PI
+# sent unchecked) against libnbd moving the same extended bytes, with
+# their own targets (bench-dif-view --help, bench/README.md).
+#
 # Each run also prints, for information, the client's CPU per MB of both
 # sides and each server's (stabledif's, the memory plugin's: all their
 # threads, from /proc).

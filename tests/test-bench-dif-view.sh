@@ -125,6 +125,31 @@ assert a + b > 0, m.group(0)
 assert "read 128 KiB" not in server
 EOF
 
+# --interleaved: its six rows (library PI, reads, the caller's PI; 4 and
+# 128 KiB) with their targets and rounds, and the CPU table per row; the
+# writes of the caller's PI went through (a rejected one fails the run).
+for args in "--interleaved" "--interleaved --connections 2 --policy snapshot"; do
+  run_bench $args > "$out" 2>&1 ||
+    { cat "$out"; fail "bench-dif-view $args failed"; }
+  python3 - "$out" <<'EOF' || { cat "$out"; fail "bench-dif-view $args: table"; }
+import re, sys
+text = open(sys.argv[1]).read()
+rows = {"write 4K interleaved": "0.90", "read 4K interleaved": "0.92",
+        "write 4K caller-pi": "0.95", "write 128K interleaved": "0.88",
+        "read 128K interleaved": "0.92", "write 128K caller-pi": "0.95"}
+for row, target in rows.items():
+    m = re.search(r"^%s +([0-9.]+) MB/s +([0-9.]+) MB/s +([0-9.]+)x +%sx.*\n"
+                  r"  rounds: +([0-9]+)/([0-9]+)=([0-9.]+)$" % (row, target),
+                  text, re.M)
+    assert m, row
+    assert float(m.group(1)) > 0 and float(m.group(2)) > 0, row
+    c = re.search(r"^%s +([0-9.]+) ms/MB +([0-9.]+) ms/MB +([0-9.]+)x$" % row,
+                  text, re.M)
+    assert c and float(c.group(1)) > 0, ("CPU row", row)
+assert "write 4 KiB" not in text
+EOF
+done
+
 # One size, one side (the profiling mode).
 run_bench --size 8192 --only read --side libstabledif > "$out" 2>&1 ||
   { cat "$out"; fail "bench-dif-view --side"; }

@@ -246,6 +246,32 @@ assert c["write_errors"]["guard"] == guard, (c["write_errors"], guard)
 EOF
 echo "ok: URI, --ctl, --json"
 
+# ---- interleaved pages: the library's PI in place, or the writers' ----
+# Safe policies stay safe with the buffer itself on the wire; under none
+# the device rejects torn pages of the library's PI.
+cat > "$tmpdir/layout.sh" <<'EOF'
+set -eu
+for l in interleaved caller; do
+  timeout 120 "$BENCH" --no-progress --json --duration 0.5 --working-set 1M \
+    --race-delay-us 2000 --layout $l -p wait,wait-sent,snapshot,none "$1" \
+    > "$tmpdir/$l.json"
+done
+EOF
+serve size=4M ctl=none -- bash "$tmpdir/layout.sh" '"$uri"' ||
+  fail "bench --layout"
+for l in interleaved caller; do
+  j=$tmpdir/$l.json
+  json $j 'j["config"]["layout"] == "'$l'"'
+  for p in wait wait-sent snapshot; do
+    json $j 'run("'$p'")["corruption"]["client"] == 0'
+    json $j 'run("'$p'")["client"]["rejected_writes"] == 0'
+    json $j 'run("'$p'")["operations"]["writeback"]["count"] > 0'
+  done
+done
+json "$tmpdir/interleaved.json" 'run("none")["client"]["rejected_writes"] > 0'
+bad '--layout "tiled": want separate, interleaved or caller' --layout tiled
+echo "ok: --layout interleaved and caller"
+
 # ---- a device without stable pages ----
 cat > "$tmpdir/none.sh" <<'EOF'
 set -eu
@@ -282,7 +308,7 @@ echo "ok: --json with a path that is not UTF-8"
 # The memory store advertises multi-conn: the library opens both, and the
 # flusher's writes (from its own thread) go over both.
 expect_rc 0 --duration 0.3 --working-set 1M -p snapshot,wait --connections 2
-grep -qE '^       [0-9.]+ s per policy, race delay 0 us, 2 connections per handle$' "$out" ||
+grep -qE '^       [0-9.]+ s per policy, race delay 0 us, 2 connections per handle, layout separate$' "$out" ||
   { cat "$out"; fail "--connections 2: model line"; }
 grep -qE '^Throughput [0-9.]+ MB/sec' "$out" || { cat "$out"; fail "--connections 2: table"; }
 expect_rc 0 --duration 0.3 --working-set 1M -p snapshot --connections 2 --json

@@ -346,3 +346,17 @@ stabledif_get_size (struct stabledif_handle *h)
     return -1;
   return (int64_t) h->size;
 }
+
+/* The app tag and mask the device checks: 1 (set), 0 (none), -1. */
+int
+stabledif_get_app_tag (struct stabledif_handle *h, uint16_t *tag,
+                       uint16_t *mask)
+{
+  if (handle_check_connected (h, "stabledif_get_app_tag") == -1)
+    return -1;
+  if (tag)
+    *tag = h->pi.check_app ? h->pi.app_tag : 0;
+  if (mask)
+    *mask = h->pi.check_app ? h->pi.app_mask : 0;
+  return h->pi.check_app ? 1 : 0;
+}

@@ -161,6 +161,38 @@ uint64_t layout_split (const struct pi_params *p, const uint8_t *ext,
                        uint64_t lba, struct pi_verify_stats *stats,
                        pi_error_fn fn, void *opaque);
 
+/* After copy-out of an interleaved buffer (the tuples travel with the
+ * data): recompute the guard of the data of each of the NBLOCKS extended
+ * blocks at EXT, compare it with the guard of the block's own tuple,
+ * call FN for each block that differs and return their number. */
+uint64_t layout_recheck_ext (const struct pi_params *p, const uint8_t *ext,
+                             uint64_t nblocks, layout_mismatch_fn fn,
+                             void *opaque);
+
+/* Check NBLOCKS blocks (the first at LBA) as a request asks: CHECKS is a
+ * set of STABLEDIF_PI_CHECK_*; the app tag is compared under P's
+ * app_tag/app_mask when CHECKS has STABLEDIF_PI_CHECK_APP (P's
+ * check_app is ignored); the ref tag only for types 1 and 2; escaped
+ * tuples pass.  Block I's data is at DATA + I * DSTRIDE, its tuple at
+ * TUPLES + I * TSTRIDE.  Calls FN (if not NULL) for each failed block
+ * with the first of its checks that failed (guard, app, ref) and returns
+ * their number.  Nothing is checked for format none or empty CHECKS. */
+uint64_t layout_check (const struct pi_params *p, uint32_t checks,
+                       const uint8_t *data, size_t dstride,
+                       const uint8_t *tuples, size_t tstride,
+                       uint64_t nblocks, uint64_t lba,
+                       pi_error_fn fn, void *opaque);
+
+/* The first failed block of a check and how many failed: a pi_error_fn
+ * (layout_first_fn) fills it. */
+struct layout_first {
+  struct pi_error first;        /* the first failure */
+  uint64_t failed;              /* failures seen */
+};
+
+/* pi_error_fn for a struct layout_first at OPAQUE (zeroed before). */
+void layout_first_fn (void *opaque, const struct pi_error *err);
+
 /* ---- read coverage (libstabledif-cover.c) ------------------------- */
 
 /* One range of bytes a read's reply covered, relative to the start of
@@ -271,6 +303,23 @@ struct request {
                                    (else only if the device rejects) */
   bool built;                   /* EXT was built at submit (a snapshot in
                                    the wire format): no copy-out */
+
+  /* The PI of the request (stabledif_pi of the _pi calls). */
+  struct pi_params params;      /* the device's PI parameters, with the
+                                   request's app tag and mask; check_app
+                                   set if the request checks the app tag */
+  uint32_t checks;              /* STABLEDIF_PI_CHECK_* the request asks
+                                   (reads: verified on arrival; writes
+                                   with CALLER_PI: checked at submit) */
+  bool pi_call;                 /* submitted by a _pi call */
+  bool interleaved;             /* the caller's buffer holds extended
+                                   blocks (format with PI only) */
+  bool caller_pi;               /* write: the tuples are the caller's,
+                                   sent as they are */
+  size_t buf_len;               /* bytes of the caller's buffer BUF (the
+                                   pinned region) */
+  const uint8_t *join_tuples;   /* packed tuples copy-out joins: TUPLES
+                                   or the caller's, or NULL */
 
   /* Reads. */
   uint8_t *dst;                 /* the caller's data buffer */
@@ -486,6 +535,22 @@ void io_stop (struct stabledif_handle *h);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t io_now_ns (void);
+
+/* ---- per-request PI (libstabledif-pireq.c) ------------------------ */
+
+/* Check the struct stabledif_pi PI (may be NULL) of a request of kind OP
+ * (IO_WRITE or IO_READ) named FN: known flags; STABLEDIF_PI_CALLER only
+ * for writes; on a format with PI, TUPLES NULL with
+ * STABLEDIF_PI_INTERLEAVED, and for a separate write set exactly when
+ * STABLEDIF_PI_CALLER is.  Reports the error (EINVAL, naming the member)
+ * and returns -1; 0 if good. */
+int pireq_check (struct stabledif_handle *h, const char *fn, enum io_op op,
+                 const struct stabledif_pi *pi);
+
+/* Set R's PARAMS, CHECKS, PI_CALL, INTERLEAVED, CALLER_PI and BUF_LEN
+ * from PI (checked by pireq_check; NULL: the device's PI, every check,
+ * the plain layout).  R's H, COUNT and NBLOCKS must be set. */
+void pireq_apply (struct request *r, const struct stabledif_pi *pi);
 
 /* ---- write path (libstabledif-write.c) ----------------------------- */
 

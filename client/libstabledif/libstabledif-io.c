@@ -294,7 +294,7 @@ io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
   cookie = r->cookie = (int64_t) (c->cookies++ * h->nconns + c->index + 1);
   r->ready_ns = io_now_ns () + (uint64_t) delay_us * 1000;
   if (r->op == IO_WRITE && policy_pins (r->policy))
-    pinset_add (&c->pins, &r->pin, r->buf, r->count);
+    pinset_add (&c->pins, &r->pin, r->buf, r->buf_len);
   r->next = NULL;
   if (c->queue_tail)
     c->queue_tail->next = r;

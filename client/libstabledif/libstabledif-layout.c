@@ -113,15 +113,15 @@ layout_join (const struct pi_params *p, const uint8_t *src,
   return n;
 }
 
-uint64_t
-layout_recheck (const struct pi_params *p, const uint8_t *tuples,
-                const uint8_t *ext, uint64_t nblocks,
-                layout_mismatch_fn fn, void *opaque)
+/* layout_recheck with block I's tuple at TUPLES + I * TSTRIDE. */
+static uint64_t
+recheck (const struct pi_params *p, const uint8_t *tuples, size_t tstride,
+         const uint8_t *ext, uint64_t nblocks, layout_mismatch_fn fn,
+         void *opaque)
 {
   const struct pi_format *f = p->format;
   const uint32_t iv = p->interval;
-  const unsigned ts = f->tuple_size;
-  const uint32_t es = iv + ts;
+  const uint32_t es = iv + f->tuple_size;
   uint64_t i, n = 0;
 
   if (f->guard == PI_GUARD_NONE)
@@ -130,7 +130,7 @@ layout_recheck (const struct pi_params *p, const uint8_t *tuples,
     uint64_t sent = pi_guard_compute (f, ext + i * es, iv);
     struct pi_tuple t;
 
-    pi_tuple_decode (f, tuples + i * ts, &t);
+    pi_tuple_decode (f, tuples + i * tstride, &t);
     if (sent != t.guard) {
       n++;
       if (fn)
@@ -138,6 +138,94 @@ layout_recheck (const struct pi_params *p, const uint8_t *tuples,
     }
   }
   return n;
+}
+
+uint64_t
+layout_recheck (const struct pi_params *p, const uint8_t *tuples,
+                const uint8_t *ext, uint64_t nblocks,
+                layout_mismatch_fn fn, void *opaque)
+{
+  return recheck (p, tuples, p->format->tuple_size, ext, nblocks, fn,
+                  opaque);
+}
+
+uint64_t
+layout_recheck_ext (const struct pi_params *p, const uint8_t *ext,
+                    uint64_t nblocks, layout_mismatch_fn fn, void *opaque)
+{
+  return recheck (p, ext + p->interval, pi_ext_size (p), ext, nblocks, fn,
+                  opaque);
+}
+
+uint64_t
+layout_check (const struct pi_params *p, uint32_t checks,
+              const uint8_t *data, size_t dstride,
+              const uint8_t *tuples, size_t tstride,
+              uint64_t nblocks, uint64_t lba, pi_error_fn fn, void *opaque)
+{
+  const struct pi_format *f = p->format;
+  const uint32_t iv = p->interval;
+  const uint32_t es = pi_ext_size (p);
+  struct pi_params all = *p;
+  uint64_t i, n = 0;
+
+  checks &= STABLEDIF_PI_CHECK_ALL;
+  if (f->guard == PI_GUARD_NONE || checks == 0)
+    return 0;
+  all.check_app = (checks & STABLEDIF_PI_CHECK_APP) != 0;
+  if ((checks | STABLEDIF_PI_CHECK_APP) == STABLEDIF_PI_CHECK_ALL) {
+    /* Guard and ref (app as asked): the common verify, batched. */
+    if (dstride == es && tstride == es && tuples == data + iv)
+      return pi_verify_ext (&all, data, nblocks, lba, NULL, fn, opaque);
+    if (dstride == iv && tstride == f->tuple_size)
+      return pi_verify_sep (&all, data, tuples, nblocks, lba, NULL, fn,
+                            opaque);
+  }
+  for (i = 0; i < nblocks; i++) {
+    const uint8_t *tp = tuples + i * tstride;
+    struct pi_error e = { .lba = lba + i, .index = i,
+                          .check = PI_CHECK_OK };
+    struct pi_tuple t;
+
+    if (pi_tuple_escaped (f, tp))
+      continue;
+    pi_tuple_decode (f, tp, &t);
+    if (checks & STABLEDIF_PI_CHECK_GUARD) {
+      uint64_t g = pi_guard_compute (f, data + i * dstride, iv);
+      if (g != t.guard) {
+        e.check = PI_CHECK_GUARD;
+        e.expected = g;
+        e.actual = t.guard;
+      }
+    }
+    if (e.check == PI_CHECK_OK && all.check_app &&
+        ((t.app ^ p->app_tag) & p->app_mask) != 0) {
+      e.check = PI_CHECK_APP;
+      e.expected = p->app_tag;
+      e.actual = t.app;
+    }
+    if (e.check == PI_CHECK_OK && (checks & STABLEDIF_PI_CHECK_REF) &&
+        f->type != PI_TYPE_3 && t.ref != pi_ref_for_lba (f, lba + i)) {
+      e.check = PI_CHECK_REF;
+      e.expected = pi_ref_for_lba (f, lba + i);
+      e.actual = t.ref;
+    }
+    if (e.check != PI_CHECK_OK) {
+      n++;
+      if (fn)
+        fn (opaque, &e);
+    }
+  }
+  return n;
+}
+
+void
+layout_first_fn (void *opaque, const struct pi_error *err)
+{
+  struct layout_first *v = opaque;
+
+  if (v->failed++ == 0)
+    v->first = *err;
 }
 
 uint64_t

@@ -16,15 +16,17 @@
 
 #include "libstabledif-internal.h"
 
-/* Build the request of a read. */
+/* Build the request of a read; DESC may be NULL (the plain calls). */
 static struct request *
 read_prepare (struct stabledif_handle *h, const char *fn, void *buf,
-              size_t count, uint64_t offset, void *pi, uint32_t flags,
-              bool sync)
+              size_t count, uint64_t offset, void *pi,
+              const struct stabledif_pi *desc, uint32_t flags, bool sync)
 {
   struct request *r;
 
   if (io_check_call (h, fn, IO_READ, buf, count, offset, flags, sync) == -1)
+    return NULL;
+  if (pireq_check (h, fn, IO_READ, desc) == -1)
     return NULL;
 
   r = io_request_new (h, fn);
@@ -38,10 +40,12 @@ read_prepare (struct stabledif_handle *h, const char *fn, void *buf,
   r->lba = offset / h->profile.interval;
   r->nblocks = count / h->profile.interval;
   r->dst = buf;
-  r->pi = pi;
+  r->pi = desc ? desc->tuples : pi;
+  pireq_apply (r, desc);
   cover_init (&r->cover);
   r->wire_count = r->nblocks * h->ext_size;
-  if (h->profile.tuple > 0) {
+  /* An interleaved buffer receives the extended blocks themselves. */
+  if (h->profile.tuple > 0 && !r->interleaved) {
     r->ext = io_buf_get (r->conn, r->wire_count, &r->ext_cap);
     if (r->ext == NULL) {
       error_set (ENOMEM, "%s: allocating %" PRIu64 " bytes: %s", fn,
@@ -53,21 +57,31 @@ read_prepare (struct stabledif_handle *h, const char *fn, void *buf,
   return r;
 }
 
+/* Submit a built read R: asynchronous with CB, or wait for it. */
+static int64_t
+read_submit (struct stabledif_handle *h, struct request *r,
+             stabledif_completion_callback cb, void *user_data)
+{
+  if (r == NULL)
+    return -1;
+  r->cb = cb;
+  r->user_data = user_data;
+  if (!r->sync)
+    return io_submit (h, r, 0);
+  if (io_submit (h, r, 0) == -1)
+    return -1;
+  return io_wait_sync (r);
+}
+
 /* Read asynchronously into BUF (and tuples into PI if not NULL). */
 int64_t
 stabledif_aio_pread (struct stabledif_handle *h, void *buf, size_t count,
                      uint64_t offset, void *pi, uint32_t flags,
                      stabledif_completion_callback cb, void *user_data)
 {
-  struct request *r;
-
-  r = read_prepare (h, "stabledif_aio_pread", buf, count, offset, pi, flags,
-                    false);
-  if (r == NULL)
-    return -1;
-  r->cb = cb;
-  r->user_data = user_data;
-  return io_submit (h, r, 0);
+  return read_submit (h, read_prepare (h, "stabledif_aio_pread", buf, count,
+                                       offset, pi, NULL, flags, false),
+                      cb, user_data);
 }
 
 /* Read, verify and wait. */
@@ -75,14 +89,35 @@ int
 stabledif_pread (struct stabledif_handle *h, void *buf, size_t count,
                  uint64_t offset, void *pi, uint32_t flags)
 {
-  struct request *r;
+  return (int) read_submit (h, read_prepare (h, "stabledif_pread", buf,
+                                             count, offset, pi, NULL, flags,
+                                             true),
+                            NULL, NULL);
+}
 
-  r = read_prepare (h, "stabledif_pread", buf, count, offset, pi, flags, true);
-  if (r == NULL)
-    return -1;
-  if (io_submit (h, r, 0) == -1)
-    return -1;
-  return io_wait_sync (r);
+/* Read asynchronously as DESC describes. */
+int64_t
+stabledif_aio_pread_pi (struct stabledif_handle *h, void *buf, size_t count,
+                        uint64_t offset, const struct stabledif_pi *desc,
+                        uint32_t flags, stabledif_completion_callback cb,
+                        void *user_data)
+{
+  return read_submit (h, read_prepare (h, "stabledif_aio_pread_pi", buf,
+                                       count, offset, NULL, desc, flags,
+                                       false),
+                      cb, user_data);
+}
+
+/* Read as DESC describes and wait. */
+int
+stabledif_pread_pi (struct stabledif_handle *h, void *buf, size_t count,
+                    uint64_t offset, const struct stabledif_pi *desc,
+                    uint32_t flags)
+{
+  return (int) read_submit (h, read_prepare (h, "stabledif_pread_pi", buf,
+                                             count, offset, NULL, desc,
+                                             flags, true),
+                            NULL, NULL);
 }
 
 int
@@ -132,7 +167,6 @@ on_pi_error (void *opaque, const struct pi_error *err)
 void
 read_complete (struct request *r)
 {
-  struct stabledif_handle *h = r->h;
   struct verify_result v = { .failed = 0 };
   char msg[ERROR_MAX];
 
@@ -144,9 +178,22 @@ read_complete (struct request *r)
               r->cover.bad ? " (chunks overlapped or lay outside it)" : "");
     io_request_fail (r, EIO, msg);
   }
-  if (r->error == 0 && r->ext) {
-    layout_split (&h->pi, r->ext, r->dst, r->pi, r->nblocks, r->lba, NULL,
-                  on_pi_error, &v);
+  if (r->error == 0 && (r->ext || r->interleaved)) {
+    const struct pi_params *p = &r->params;
+    const uint32_t es = pi_ext_size (p);
+
+    if (r->interleaved)
+      /* Verified in place: the caller's buffer holds what came. */
+      layout_check (p, r->checks, r->dst, es, r->dst + p->interval, es,
+                    r->nblocks, r->lba, on_pi_error, &v);
+    else if (r->checks == STABLEDIF_PI_CHECK_ALL)
+      layout_split (p, r->ext, r->dst, r->pi, r->nblocks, r->lba, NULL,
+                    on_pi_error, &v);
+    else {
+      layout_check (p, r->checks, r->ext, es, r->ext + p->interval, es,
+                    r->nblocks, r->lba, on_pi_error, &v);
+      pi_split_ext (p, r->ext, r->dst, r->pi, r->nblocks);
+    }
     if (v.failed > 0) {
       char more[64] = "";
       if (v.failed > 1)

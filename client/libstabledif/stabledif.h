@@ -9,7 +9,9 @@
  * DMA").  Reads receive extended blocks, verify the PI and return the data
  * (and the PI if asked).  Between submit and copy-out the caller's buffer
  * must not change; the stable-page policy of the handle says how that is
- * ensured (wait, wait-sent, snapshot) or not (none).
+ * ensured (wait, wait-sent, snapshot) or not (none).  The _pi calls
+ * take the PI from the caller instead, or interleaved with the data in
+ * one buffer that is sent and verified in place (no copy).
  *
  * Errors follow libnbd: functions return -1 (or NULL), and
  * stabledif_get_error() / stabledif_get_errno() say why, per thread.
@@ -165,6 +167,11 @@ int64_t stabledif_get_interval (struct stabledif_handle *h);
 int stabledif_get_tuple_size (struct stabledif_handle *h);
 int stabledif_get_stable_writes (struct stabledif_handle *h);
 int64_t stabledif_get_size (struct stabledif_handle *h);
+/* The app tag and mask the device checks (its app-tag= setting): returns
+ * 1 and sets *TAG and *MASK (either may be NULL), 0 if the device checks
+ * no app tag (then both are set to 0), -1 if not connected. */
+int stabledif_get_app_tag (struct stabledif_handle *h, uint16_t *tag,
+                           uint16_t *mask);
 
 /* Synchronous I/O. */
 int stabledif_pwrite (struct stabledif_handle *h, const void *buf,
@@ -188,6 +195,95 @@ int64_t stabledif_aio_flush (struct stabledif_handle *h, uint32_t flags,
                              void *user_data);
 int stabledif_wait_all (struct stabledif_handle *h);
 int64_t stabledif_get_in_flight (struct stabledif_handle *h);
+
+/* PI from the caller and interleaved buffers (libstabledif(3), "CALLER
+ * PI AND INTERLEAVED BUFFERS").  The _pi calls take, per request, a
+ * struct stabledif_pi saying where the tuples are and what the library
+ * does with them; it is read during the call only.  OFFSET and COUNT are
+ * data bytes, as in the calls above.  On a device without PI (format
+ * none) there are no tuples: both layouts are the plain data, TUPLES and
+ * the checks are ignored. */
+
+/* BUF holds extended blocks ("interleaved", DIF, NVMe extended LBA):
+ * each interval of data followed by its tuple, COUNT / interval *
+ * (interval + tuple_size) bytes in all.  Without it BUF holds the data
+ * only and TUPLES (if used) the tuples packed ("separate", DIX). */
+#define STABLEDIF_PI_INTERLEAVED 0x01u
+/* Write: the tuples are the caller's (in TUPLES, or in the interleaved
+ * BUF) and are sent exactly as they are, checked at submit only as the
+ * CHECK flags ask.  Without it the library generates them: the guard
+ * over BUF, APP_TAG, the reference tag from the LBA; for an interleaved
+ * BUF they are written into BUF's tuple slots, in place.  Read: not
+ * allowed (EINVAL). */
+#define STABLEDIF_PI_CALLER 0x02u
+/* Checks: for a write with STABLEDIF_PI_CALLER, which fields of the
+ * caller's tuples are checked at submit (none: sent unchecked, and the
+ * device alone judges them); for a read, which fields are verified when
+ * the blocks arrive (none: returned unverified).  Ignored for a write
+ * whose PI the library generates.  Blocks whose tuple escapes (all-ones
+ * app tag; for type 3 app and ref tag) pass every check, as on the
+ * device. */
+#define STABLEDIF_PI_CHECK_GUARD 0x04u /* guard against the data */
+#define STABLEDIF_PI_CHECK_APP 0x08u   /* app tag & APP_MASK ==
+                                          APP_TAG & APP_MASK */
+#define STABLEDIF_PI_CHECK_REF 0x10u   /* ref tag against the LBA (types
+                                          1, 2; type 3 has none) */
+#define STABLEDIF_PI_CHECK_ALL \
+  (STABLEDIF_PI_CHECK_GUARD | STABLEDIF_PI_CHECK_APP | STABLEDIF_PI_CHECK_REF)
+
+/* The PI of one request.  The layout is part of the ABI (fixed; a later
+ * member would come with new calls). */
+struct stabledif_pi {
+  uint32_t flags;               /* STABLEDIF_PI_* (others: EINVAL) */
+  uint16_t app_tag;             /* the request's app tag: put into the
+                                   tuples the library generates, compared
+                                   by STABLEDIF_PI_CHECK_APP */
+  uint16_t app_mask;            /* the bits of APP_TAG that
+                                   STABLEDIF_PI_CHECK_APP compares */
+  void *tuples;                 /* separate layout: the packed tuples,
+                                   COUNT / interval * tuple_size bytes,
+                                   big-endian as on the wire; the caller's
+                                   for a write (STABLEDIF_PI_CALLER, else
+                                   must be NULL), filled by a read (may be
+                                   NULL: not returned).  Must be NULL with
+                                   STABLEDIF_PI_INTERLEAVED. */
+};
+
+/* Write COUNT data bytes at OFFSET from BUF with the PI that PI
+ * describes (PI NULL: as stabledif_pwrite).  BUF is not const: an
+ * interleaved BUF whose PI the library generates gets the tuples written
+ * into it.  The stable-page policy covers all of BUF as for
+ * stabledif_pwrite, forensics too; the caller's TUPLES must not change
+ * until the write completes (except under snapshot).  A caller's tuple failing a check
+ * asked for fails the call with EILSEQ naming the LBA and check, and
+ * nothing is sent.  A write the device rejects fails with EIO; for the
+ * caller's PI the message names the first block and check that fail
+ * against the device's rules. */
+int stabledif_pwrite_pi (struct stabledif_handle *h, void *buf, size_t count,
+                         uint64_t offset, const struct stabledif_pi *pi,
+                         uint32_t flags);
+int64_t stabledif_aio_pwrite_pi (struct stabledif_handle *h, void *buf,
+                                 size_t count, uint64_t offset,
+                                 const struct stabledif_pi *pi,
+                                 uint32_t flags,
+                                 stabledif_completion_callback cb,
+                                 void *user_data);
+
+/* Read COUNT data bytes at OFFSET into BUF as PI describes (PI NULL: as
+ * stabledif_pread with pi NULL).  An interleaved BUF receives the
+ * extended blocks themselves and is verified in place; a separate one
+ * the data, and TUPLES (if not NULL) the tuples.  The checks are those
+ * of PI's flags, APP against APP_TAG/APP_MASK; a block failing one fails
+ * the read with EIO naming the LBA and check.  FLAGS must be 0. */
+int stabledif_pread_pi (struct stabledif_handle *h, void *buf, size_t count,
+                        uint64_t offset, const struct stabledif_pi *pi,
+                        uint32_t flags);
+int64_t stabledif_aio_pread_pi (struct stabledif_handle *h, void *buf,
+                                size_t count, uint64_t offset,
+                                const struct stabledif_pi *pi,
+                                uint32_t flags,
+                                stabledif_completion_callback cb,
+                                void *user_data);
 
 /* Stable pages. */
 int stabledif_wait_stable (struct stabledif_handle *h, const void *addr,

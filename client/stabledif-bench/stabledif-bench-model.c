@@ -164,6 +164,39 @@ fill (uint8_t *p, uint32_t len, uint64_t tag)
     memcpy (p + i, &tag, len - i);
 }
 
+/* Write the WRITE_SIZE bytes at data offset OFF of page IDX at ADDR
+ * with the pattern TAG: in place, or, for the layouts with extended
+ * blocks, into the data of each block they touch; layout caller then
+ * makes the PI of those blocks, as an application that protects its
+ * data where it makes it. */
+static void
+page_write (const struct model_config *c, uint8_t *addr, uint64_t idx,
+            uint32_t off, uint64_t tag)
+{
+  const uint32_t iv = c->pi.interval;
+  const uint32_t es = pi_ext_size (&c->pi);
+  uint32_t done = 0;
+
+  if (c->layout == BENCH_LAYOUT_SEPARATE || es == iv) {
+    fill (addr + off, c->write_size, tag);
+    return;
+  }
+  while (done < c->write_size) {
+    uint32_t o = off + done, in = iv - o % iv;
+
+    if (in > c->write_size - done)
+      in = c->write_size - done;
+    fill (addr + o / iv * es + o % iv, in, tag ^ done);
+    done += in;
+  }
+  if (c->layout == BENCH_LAYOUT_CALLER && c->write_size > 0) {
+    uint32_t first = off / iv, last = (off + c->write_size - 1) / iv;
+    uint64_t lba = (c->base + idx * c->page_size) / iv + first;
+
+    pi_generate_ext (&c->pi, addr + first * es, last - first + 1, lba);
+  }
+}
+
 static void *
 writer_thread (void *arg)
 {
@@ -187,19 +220,19 @@ writer_thread (void *arg)
     uint64_t idx = r % c->npages;
     uint32_t off = span ? (uint32_t) ((r >> 32) % (span + 1)) & ~7u : 0;
     struct page *pg = &m->pages[idx];
-    uint8_t *addr = m->mem + idx * c->page_size;
+    uint8_t *addr = m->mem + idx * c->page_bytes;
     uint64_t t0, t1;
 
     t0 = now_ns ();
     pthread_mutex_lock (&pg->lock);
-    if (stabledif_wait_stable (m->h, addr, c->page_size) == -1) {
+    if (stabledif_wait_stable (m->h, addr, c->page_bytes) == -1) {
       pthread_mutex_unlock (&pg->lock);
       note_error (m, "writer", stabledif_get_error ());
       atomic_store (&m->failed, true);
       break;
     }
-    fill (addr + off, c->write_size,
-          ((uint64_t) w->id << 48) ^ ++seq ^ (idx << 20));
+    page_write (c, addr, idx, off, ((uint64_t) w->id << 48) ^ ++seq ^
+                (idx << 20));
     atomic_store_explicit (&pg->dirty, true, memory_order_relaxed);
     pthread_mutex_unlock (&pg->lock);
     t1 = now_ns ();
@@ -213,23 +246,39 @@ writer_thread (void *arg)
   return NULL;
 }
 
+/* Submit the write of page PG as its layout says: the cookie or -1. */
+static int64_t
+submit_layout (struct model *m, struct page *pg)
+{
+  const struct model_config *c = m->c;
+  uint8_t *addr = m->mem + pg->index * c->page_bytes;
+  const uint64_t off = c->base + pg->index * c->page_size;
+  struct stabledif_pi pi = {
+    .flags = STABLEDIF_PI_INTERLEAVED, .app_tag = c->pi.app_tag,
+    .app_mask = c->pi.app_mask, .tuples = NULL,
+  };
+
+  if (c->layout == BENCH_LAYOUT_SEPARATE)
+    return stabledif_aio_pwrite (m->h, addr, c->page_size, off, 0,
+                                 writeback_done, pg);
+  if (c->layout == BENCH_LAYOUT_CALLER)
+    pi.flags |= STABLEDIF_PI_CALLER;
+  return stabledif_aio_pwrite_pi (m->h, addr, c->page_size, off, &pi, 0,
+                                  writeback_done, pg);
+}
+
 /* Submit the write of page PG (its lock held).  Returns -1 on failure
  * (message noted). */
 static int
 submit_page (struct model *m, struct page *pg)
 {
-  const struct model_config *c = m->c;
-
   atomic_store (&pg->dirty, false);
   atomic_store (&pg->writeback, true);
   pthread_mutex_lock (&m->lock);
   m->pending++;
   pthread_mutex_unlock (&m->lock);
   pg->submit_ns = now_ns ();
-  if (stabledif_aio_pwrite (m->h, m->mem + pg->index * c->page_size,
-                            c->page_size,
-                            c->base + pg->index * c->page_size, 0,
-                            writeback_done, pg) == -1) {
+  if (submit_layout (m, pg) == -1) {
     pthread_mutex_lock (&m->lock);
     note_error_locked (m, "flusher", stabledif_get_error ());
     m->pending--;
@@ -350,13 +399,17 @@ model_setup (struct model *m, char *err, size_t errlen)
   hist_init (&m->wb_lat);
   hist_init (&m->flush_lat);
 
-  if (posix_memalign (&mem, c->page_size, c->npages * c->page_size) != 0) {
+  if (posix_memalign (&mem, c->page_size, c->npages * c->page_bytes) != 0) {
     snprintf (err, errlen, "allocating a working set of %" PRIu64 " bytes: "
-              "%s", c->npages * c->page_size, strerror (ENOMEM));
+              "%s", c->npages * c->page_bytes, strerror (ENOMEM));
     return -1;
   }
   m->mem = mem;
-  memset (m->mem, 0, c->npages * c->page_size);
+  memset (m->mem, 0, c->npages * c->page_bytes);
+  /* The writers' own PI starts right for every block. */
+  if (c->layout == BENCH_LAYOUT_CALLER)
+    pi_generate_ext (&c->pi, m->mem, c->npages * c->page_size /
+                     c->pi.interval, c->base / c->pi.interval);
   m->pages = calloc (c->npages, sizeof *m->pages);
   m->writers = calloc (c->threads, sizeof *m->writers);
   if (m->pages == NULL || m->writers == NULL) {

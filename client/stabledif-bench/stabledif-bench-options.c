@@ -60,6 +60,11 @@ usage (FILE *fp)
 "                             (default 0; widens the window policy none\n"
 "                             leaves open)\n"
 "      --seed N               random seed of the writers (default 1)\n"
+"      --layout L             pages as data with the library's PI\n"
+"                             (separate, default), as extended blocks\n"
+"                             whose tuples the library fills (interleaved),\n"
+"                             or extended blocks whose PI the writers make\n"
+"                             with the data, sent unchecked (caller)\n"
 "      --connections N        connections per handle, 1 to %d (default 1;\n"
 "                             more than one only if the server advertises\n"
 "                             multi-conn), each with its own I/O thread\n"
@@ -226,7 +231,7 @@ enum {
   OPT_WORKING_SET = 256, OPT_FLUSH_INTERVAL, OPT_PAGE_SIZE, OPT_WRITE_SIZE,
   OPT_RACE_DELAY, OPT_THINK, OPT_SEED, OPT_PLUGIN, OPT_FORMAT, OPT_INTERVAL,
   OPT_SIZE,
-  OPT_SVG, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_CONNECTIONS,
+  OPT_SVG, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_CONNECTIONS, OPT_LAYOUT,
 };
 
 static const struct option long_options[] = {
@@ -241,6 +246,7 @@ static const struct option long_options[] = {
   { "think-us", required_argument, NULL, OPT_THINK },
   { "seed", required_argument, NULL, OPT_SEED },
   { "connections", required_argument, NULL, OPT_CONNECTIONS },
+  { "layout", required_argument, NULL, OPT_LAYOUT },
   { "ctl", required_argument, NULL, 's' },
   { "socket", required_argument, NULL, 's' },
   { "plugin", required_argument, NULL, OPT_PLUGIN },
@@ -255,6 +261,16 @@ static const struct option long_options[] = {
   { "version", no_argument, NULL, 'V' },
   { NULL, 0, NULL, 0 },
 };
+
+const char *
+layout_name (int l)
+{
+  switch (l) {
+  case BENCH_LAYOUT_INTERLEAVED: return "interleaved";
+  case BENCH_LAYOUT_CALLER: return "caller";
+  default: return "separate";
+  }
+}
 
 /* What the options say beyond the values they store in struct
  * bench_options (options_scan fills it in). */
@@ -281,6 +297,7 @@ options_defaults (struct bench_options *o)
   o->format = DEFAULT_FORMAT;
   o->seed = 1;
   o->connections = 1;
+  o->layout = BENCH_LAYOUT_SEPARATE;
   memcpy (o->policies, all_policies, sizeof all_policies);
   o->npolicies = sizeof all_policies / sizeof all_policies[0];
 }
@@ -407,6 +424,14 @@ model_option (struct bench_options *o, int c, const char *arg)
   case OPT_CONNECTIONS:
     return parse_unsigned_opt ("--connections", arg, 1,
                                STABLEDIF_MAX_CONNECTIONS, &o->connections);
+  case OPT_LAYOUT:
+    for (o->layout = BENCH_LAYOUT_SEPARATE;
+         o->layout <= BENCH_LAYOUT_CALLER; o->layout++)
+      if (strcmp (arg, layout_name (o->layout)) == 0)
+        return 0;
+    fprintf (stderr, PROG ": --layout \"%s\": want separate, interleaved "
+             "or caller\n", arg);
+    return -1;
   default:
     return 1;
   }

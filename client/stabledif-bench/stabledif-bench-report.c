@@ -205,10 +205,11 @@ report_text (FILE *fp, const struct bench_results *r)
   fprintf (fp, "model: %u writers, working set %s (%" PRIu64 " pages of %"
            PRIu32 " bytes), %" PRIu32 "-byte writes %" PRIu32 " us apart, "
            "flush every %u ms,\n       %.1f s per policy, race delay %" PRIu32
-           " us, %u connection%s per handle%s\n", o->threads, ws,
+           " us, %u connection%s per handle%s, layout %s\n", o->threads, ws,
            o->working_set / o->page_size, o->page_size, o->write_size,
            o->think_us, o->flush_interval_ms, o->duration, o->race_delay_us,
-           o->connections, o->connections == 1 ? "" : "s", conns);
+           o->connections, o->connections == 1 ? "" : "s", conns,
+           layout_name (o->layout));
   for (i = 0; i < r->nruns; i++)
     policy_table (fp, r, &r->runs[i]);
   if (r->nruns > 1)
@@ -354,7 +355,7 @@ report_json (FILE *fp, const struct bench_results *r)
     }
   }
   doc = json_pack ("{s:s, s:s, s:o, s:o, s:b, s:o, s:{s:o, s:s, s:I, s:b, s:o},"
-                   " s:{s:I, s:o, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I},"
+                   " s:{s:I, s:o, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:s},"
                    " s:b, s:o}",
                    "program", PROG,
                    "version", PACKAGE_VERSION,
@@ -379,6 +380,7 @@ report_json (FILE *fp, const struct bench_results *r)
                      "race_delay_us", (json_int_t) o->race_delay_us,
                      "seed", (json_int_t) o->seed,
                      "connections", (json_int_t) o->connections,
+                     "layout", layout_name (o->layout),
                    "interrupted", r->interrupted,
                    "runs", runs);
   if (doc == NULL) {

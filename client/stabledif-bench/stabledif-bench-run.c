@@ -174,6 +174,31 @@ connect_policy (const struct bench_options *o, const char *uri, int policy)
   return h;
 }
 
+/* Fill MC's PI parameters and page size in memory from the device of H
+ * (MC->layout and page_size set).  -1 after printing why. */
+static int
+layout_params (struct stabledif_handle *h, struct model_config *mc)
+{
+  const char *name = stabledif_get_format (h);
+  uint16_t tag = 0, mask = 0;
+  int has = stabledif_get_app_tag (h, &tag, &mask);
+
+  mc->pi.format = name ? pi_format_lookup (name) : NULL;
+  if (mc->pi.format == NULL || has == -1) {
+    fprintf (stderr, PROG ": the device's format %s: %s\n",
+             name ? name : "?", name ? "unknown" : stabledif_get_error ());
+    return -1;
+  }
+  mc->pi.interval = (uint32_t) stabledif_get_interval (h);
+  mc->pi.check_app = has == 1;
+  mc->pi.app_tag = tag;
+  mc->pi.app_mask = mask;
+  mc->page_bytes = mc->page_size;
+  if (mc->layout != BENCH_LAYOUT_SEPARATE)
+    mc->page_bytes = mc->page_size / mc->pi.interval * pi_ext_size (&mc->pi);
+  return 0;
+}
+
 /* One policy: connect, run the model, collect the counters. */
 static int
 run_one (const struct bench_options *o, const char *uri, const char *ctl,
@@ -221,6 +246,9 @@ run_one (const struct bench_options *o, const char *uri, const char *ctl,
   mc.flush_interval_ms = o->flush_interval_ms;
   mc.duration = o->duration;
   mc.seed = o->seed;
+  mc.layout = o->layout;
+  if (layout_params (h, &mc) == -1)
+    goto out;
   ps.policy = stabledif_policy_name ((enum stabledif_policy) p->policy);
   ps.run = idx;
   ps.nruns = o->npolicies;

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "stabledif.h"
+#include "pi.h"
 
 #define PROG "stabledif-bench"
 
@@ -79,6 +80,7 @@ struct bench_options {
                                    plugin's default) */
   bool progress;                /* progress line on stderr */
   unsigned seed;                /* random seed of the writers */
+  int layout;                   /* --layout: enum bench_layout */
 };
 
 /* Parse ARGV into O.  Returns 0, or 1 after printing help or the version
@@ -131,6 +133,19 @@ double hist_mean (const struct hist *h);
 /* ---- the page-cache model (stabledif-bench-model.c) ---------------- */
 
 /* What one run of the model does. */
+/* How the pages hold their data and PI (--layout). */
+enum bench_layout {
+  BENCH_LAYOUT_SEPARATE = 0,    /* data only; the library makes the PI
+                                   (stabledif_aio_pwrite) */
+  BENCH_LAYOUT_INTERLEAVED,     /* extended blocks; the library fills the
+                                   tuples in place at writeback */
+  BENCH_LAYOUT_CALLER,          /* extended blocks; the writers make the
+                                   PI with the data, sent unchecked */
+};
+
+/* The name of layout L ("separate", "interleaved", "caller"). */
+const char *layout_name (int l);
+
 struct model_config {
   unsigned threads;             /* writer threads */
   uint64_t npages;              /* pages in the working set */
@@ -141,6 +156,12 @@ struct model_config {
   unsigned flush_interval_ms;   /* period of the flusher's passes */
   double duration;              /* seconds the writers run */
   unsigned seed;                /* random seed of the writers */
+  int layout;                   /* enum bench_layout */
+  uint32_t page_bytes;          /* bytes of a page in memory: PAGE_SIZE,
+                                   or its extended blocks */
+  struct pi_params pi;          /* the device's PI (its format none:
+                                   layouts other than separate act like
+                                   it) */
 };
 
 /* What one run measured. */
