@@ -18,7 +18,10 @@
  *  - interleaved reads are verified in place, with the checks asked;
  *  - every stable-page policy with an interleaved buffer changed after
  *    submit: rejected under none (forensics name the bytes), never under
- *    the others, which store the data as it was at submit.
+ *    the others, which store the data as it was at submit;
+ *  - stabledif_generate_pi makes the tuples a generated write stores, in
+ *    both layouts; sent later as the caller's they are stored, and data
+ *    changed after they were made is rejected by the device.
  *
  * Every block stored is listed in MANIFEST ("LBA NBLOCKS APP REF", REF
  * -1 for "the LBA"), for test-client-pi.sh to check the stored PI with
@@ -556,6 +559,88 @@ START_TEST (test_bad_description)
 }
 END_TEST
 
+/* ---- the caller as the origin: stabledif_generate_pi ---- */
+
+/* generate_pi gives, in both layouts, exactly the tuples the library
+ * stores for a generated write; sent later as the caller's they are
+ * stored as they are; data changed after they were made reaches the
+ * device as a guard mismatch and nothing is stored. */
+START_TEST (test_generate_pi)
+{
+  const uint64_t lba = 400, nb = 4;
+  uint8_t *data = xmalloc (nb * iv), *ext = xmalloc (nb * es);
+  uint8_t *tuples = xmalloc (nb * ts + 1), *want_t = xmalloc (nb * ts + 1);
+  uint8_t *want_d = xmalloc (nb * iv), *want, *good;
+  struct stabledif_pi gen = { .flags = 0, .app_tag = app };
+  struct stabledif_pi sep = { .flags = 0, .app_tag = app, .tuples = tuples };
+  struct stabledif_pi il = { .flags = STABLEDIF_PI_INTERLEAVED,
+                             .app_tag = app };
+  uint64_t i;
+
+  /* What a generated write stores... */
+  fill_pattern (data, nb * iv, 80);
+  OK (stabledif_pwrite_pi (h, data, nb * iv, lba * iv, &gen, 0));
+  stored (lba, nb, app, dev.format->type == PI_TYPE_3 ? 0 : -1);
+  want = read_ext (lba, nb);
+  if (ts == 0) {
+    /* No PI: nothing to fill, the buffer is left alone. */
+    memcpy (ext, data, nb * iv);
+    OK (stabledif_generate_pi (h, ext, nb * iv, lba * iv, &il));
+    CHECK (memcmp (ext, data, nb * iv) == 0, "format none: buffer changed");
+    goto out;
+  }
+  split (want, nb, want_d, want_t);
+  /* ... is what generate_pi makes, separate ... */
+  memset (tuples, 0xee, nb * ts);
+  OK (stabledif_generate_pi (h, data, nb * iv, lba * iv, &sep));
+  CHECK (memcmp (tuples, want_t, nb * ts) == 0, "separate tuples differ");
+  /* ... and interleaved, in place. */
+  for (i = 0; i < nb; i++) {
+    memcpy (ext + i * es, data + i * iv, iv);
+    memset (ext + i * es + iv, 0xee, ts);
+  }
+  OK (stabledif_generate_pi (h, ext, nb * iv, lba * iv, &il));
+  CHECK (memcmp (ext, want, nb * es) == 0, "interleaved blocks differ");
+
+  /* Made now, sent later as the caller's (unchecked): stored as made. */
+  fill_pattern (data, nb * iv, 81);
+  OK (stabledif_generate_pi (h, data, nb * iv, (lba + nb) * iv, &sep));
+  sep.flags = STABLEDIF_PI_CALLER;
+  OK (stabledif_pwrite_pi (h, data, nb * iv, (lba + nb) * iv, &sep, 0));
+  stored (lba + nb, nb, app, dev.format->type == PI_TYPE_3 ? 0 : -1);
+  /* Data changed between making the tuples and sending them: the
+   * device rejects the block, the old blocks stay. */
+  good = read_ext (lba + nb, nb);
+  sep.flags = 0;
+  fill_pattern (data, nb * iv, 82);
+  OK (stabledif_generate_pi (h, data, nb * iv, (lba + nb) * iv, &sep));
+  data[2 * iv + 7] ^= 0x40;
+  sep.flags = STABLEDIF_PI_CALLER;
+  FAILS (stabledif_pwrite_pi (h, data, nb * iv, (lba + nb) * iv, &sep, 0),
+         EIO, "rejected by device");
+  expect_names (stabledif_get_error (), lba + nb + 2, PI_CHECK_GUARD);
+  expect_ext (good, lba + nb, nb, "generate_pi, data changed");
+  free (good);
+
+  /* Bad calls: the layout's buffers, the range, no description. */
+  sep.flags = 0;
+  sep.tuples = NULL;
+  FAILS (stabledif_generate_pi (h, data, nb * iv, 0, &sep), EINVAL,
+         "pi->tuples is NULL");
+  il.tuples = tuples;
+  FAILS (stabledif_generate_pi (h, ext, nb * iv, 0, &il), EINVAL,
+         "pi->tuples must be NULL");
+  sep.tuples = tuples;
+  FAILS (stabledif_generate_pi (h, data, nb * iv, 1, &sep), EINVAL,
+         "not a multiple");
+  FAILS (stabledif_generate_pi (h, data, nb * iv, 0, NULL), EINVAL,
+         "pi is NULL");
+ out:
+  free (data); free (ext); free (tuples); free (want_t); free (want_d);
+  free (want);
+}
+END_TEST
+
 int
 main (int argc, char **argv)
 {
@@ -579,6 +664,7 @@ main (int argc, char **argv)
   tcase_add_test (tc, test_read_in_place);
   tcase_add_test (tc, test_policies);
   tcase_add_test (tc, test_bad_description);
+  tcase_add_test (tc, test_generate_pi);
   suite_add_tcase (s, tc);
   sr = srunner_create (s);
   srunner_run_all (sr, CK_NORMAL);

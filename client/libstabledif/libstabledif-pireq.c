@@ -80,3 +80,48 @@ pireq_apply (struct request *r, const struct stabledif_pi *pi)
   if (r->interleaved)
     r->buf_len = r->nblocks * h->ext_size;
 }
+
+int
+stabledif_generate_pi (struct stabledif_handle *h, void *buf, size_t count,
+                       uint64_t offset, const struct stabledif_pi *pi)
+{
+  static const char fn[] = "stabledif_generate_pi";
+  struct pi_params p;
+  uint64_t nblocks, lba;
+
+  /* The range as a read's: the call sends nothing, so a read-only
+   * export is no obstacle. */
+  if (io_check_call (h, fn, IO_READ, buf, count, offset, 0, false) == -1)
+    return -1;
+  if (pi == NULL) {
+    error_set (EINVAL, "%s: pi is NULL (it gives the layout and the app "
+               "tag)", fn);
+    return -1;
+  }
+  if (pi->flags & ~PIREQ_KNOWN_FLAGS) {
+    error_set (EINVAL, "%s: unknown pi->flags 0x%" PRIx32, fn,
+               pi->flags & ~PIREQ_KNOWN_FLAGS);
+    return -1;
+  }
+  p = h->pi;
+  if (p.format->tuple_size == 0)
+    return 0;                   /* no PI: nothing to fill */
+  if ((pi->flags & STABLEDIF_PI_INTERLEAVED) && pi->tuples != NULL) {
+    error_set (EINVAL, "%s: pi->tuples must be NULL with "
+               "STABLEDIF_PI_INTERLEAVED (the tuples are in buf)", fn);
+    return -1;
+  }
+  if (!(pi->flags & STABLEDIF_PI_INTERLEAVED) && pi->tuples == NULL) {
+    error_set (EINVAL, "%s: pi->tuples is NULL (the separate layout "
+               "takes the tuples there)", fn);
+    return -1;
+  }
+  p.app_tag = pi->app_tag;
+  nblocks = count / p.interval;
+  lba = offset / p.interval;
+  if (pi->flags & STABLEDIF_PI_INTERLEAVED)
+    pi_generate_ext (&p, buf, nblocks, lba);
+  else
+    pi_generate_sep_stream (&p, buf, pi->tuples, nblocks, lba);
+  return 0;
+}

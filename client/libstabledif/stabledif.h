@@ -269,6 +269,20 @@ int64_t stabledif_aio_pwrite_pi (struct stabledif_handle *h, void *buf,
                                  stabledif_completion_callback cb,
                                  void *user_data);
 
+/* Fill the tuples of COUNT data bytes at OFFSET (aligned as for a
+ * write) as the device's format makes them: the guard over BUF's data,
+ * PI->app_tag, the reference tag of each block's LBA.  The layout is
+ * PI's: an interleaved BUF gets them in its tuple slots, in place; a
+ * separate one in PI->tuples (COUNT / interval * tuple_size bytes).
+ * PI's other flags are ignored.  Nothing is sent: a caller that is to be
+ * the origin of its own checksums makes them here, when its data is
+ * made, and writes them later with STABLEDIF_PI_CALLER.  On a device
+ * without PI it does nothing.  Returns 0, or -1 (EINVAL: bad range,
+ * layout or flags; ENOTCONN). */
+int stabledif_generate_pi (struct stabledif_handle *h, void *buf,
+                           size_t count, uint64_t offset,
+                           const struct stabledif_pi *pi);
+
 /* Read COUNT data bytes at OFFSET into BUF as PI describes (PI NULL: as
  * stabledif_pread with pi NULL).  An interleaved BUF receives the
  * extended blocks themselves and is verified in place; a separate one
