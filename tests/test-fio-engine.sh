@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # stabledif: the fio engine (client/fio-engine, stabledif-fio(1)) with
 # the real plugin.  Every PI format and interval: fio's randrw with its
-# own crc32c verify on top of the library's PI, at iodepth 1 and 32, no
-# PI error anywhere.  mutate= under policy none: the device rejects the
+# own crc32c verify on top of the library's PI, at iodepth 1 and 32, and
+# with the engine's own PI (pi_act=0), no PI error anywhere.  mutate= under policy none: the device rejects the
 # changed writes, and the engine's count of rejections is the device's
 # (stabledif-ctl counters); the same job under wait and snapshot: no
 # rejection, and fio's verify still passes.  Bad engine options fail
-# with fio's option error naming the option.  Skips without the engine
+# with fio's option error naming the option.  App tags: writes whose
+# app tag the device does not take are rejected there (the engine's
+# rejections are the device's), reads check apptag= under apptag_mask=
+# and only what pi_chk= names.  Skips without the engine
 # (configure found no fio source tree) or fio.
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 : "${top_builddir:?top_builddir must be set}"
@@ -52,9 +55,10 @@ for fi in T10-DIF-TYPE1-CRC:512 T10-DIF-TYPE1-CRC:4096 \
   serve size=8M format="$f" interval="$i" ctl=none -- \
     bash "$tmpdir/fio.sh" '$uri' "$out" --rw=randrw --bs=4k --size=4m \
       --verify=crc32c --name=qd1 --iodepth=1 \
-      --name=qd32 --iodepth=32 --stonewall ||
+      --name=qd32 --iodepth=32 --stonewall \
+      --name=caller --iodepth=32 --pi_act=0 --stonewall ||
     { cat "$out"; fail "$f/$i: fio failed"; }
-  for j in qd1 qd32; do
+  for j in qd1 qd32 caller; do
     w=$(counter "$out" $j writes) r=$(counter "$out" $j reads)
     [ "${w:-0}" -gt 0 ] && [ "${r:-0}" -gt 0 ] ||
       { cat "$out"; fail "$f/$i $j: no counters line, or no I/O"; }
@@ -99,7 +103,8 @@ rm -f "$tmpdir/ctl.sock"
 # 3. Bad options: fio's option error naming the option; policy none on
 # a device that needs stable writes, without unsafe=1: the library's.
 for bad in "policy=bogus:policy" "pi_chk=GUARD,CRC:pi_chk" \
-           "connections=17:connections" "pi_act=0:pi_act" \
+           "connections=17:connections" "pi_act=2:pi_act" \
+           "apptag=0x10000:apptag" "apptag_mask=0x10000:apptag_mask" \
            "race_delay_us=20000000:race_delay_us" "policy=none:policy"; do
   opt=${bad%:*} name=${bad##*:} out=$tmpdir/out-bad
   if serve size=1M ctl=none -- bash "$tmpdir/fio.sh" '$uri' "$out" \
@@ -109,4 +114,62 @@ for bad in "policy=bogus:policy" "pi_chk=GUARD,CRC:pi_chk" \
   grep -q "$name" "$out" || { cat "$out"; fail "$opt: no error naming $name"; }
 done
 echo "ok: bad options"
+
+# 4. App tags, on a device that checks 0x12xx (app-tag=0x1234/0xff00).
+# rejected OUT JOB: the engine's rejections of JOB in OUT, checked
+# against the device's counter (OUT.ctl); prints them.
+rejected () {
+  local n dev
+  n=$(counter "$1" "$2" rejected_writes)
+  dev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["writes_rejected"])' "$1.ctl")
+  [ "${n:-x}" = "$dev" ] ||
+    { cat "$1" "$1.ctl"; fail "$2: engine rejections ${n:-none}, device $dev"; }
+  echo "$n"
+}
+app_job=(--rw=write --bs=4k --size=256k --iodepth=8)
+for act in 0 1; do
+  out=$tmpdir/out-app$act
+  # A tag the device takes under its mask: stored, then read back with
+  # the APPTAG check on the bits that matter.
+  serve size=1M app-tag=0x1234/0xff00 ctl="$tmpdir/ctl.sock" -- \
+    bash "$tmpdir/fio.sh" '$uri' "$out" --pi_act=$act --apptag=0x12ab \
+      --name=w "${app_job[@]}" --name=r --rw=read --bs=4k --size=256k \
+      --apptag_mask=0xff00 --pi_chk=APPTAG --stonewall ||
+    { cat "$out"; fail "pi_act=$act apptag=0x12ab: fio failed"; }
+  [ "$(rejected "$out" w)" = 0 ] && [ "$(counter "$out" r read_pi_errors)" = 0 ] ||
+    { cat "$out"; fail "pi_act=$act apptag=0x12ab: rejected or read errors"; }
+  # A tag it does not take: every write rejected by the device, named.
+  out=$tmpdir/out-app$act-bad
+  serve size=1M app-tag=0x1234/0xff00 ctl="$tmpdir/ctl.sock" -- \
+    bash "$tmpdir/fio.sh" '$uri' "$out" --pi_act=$act --apptag=0x5600 \
+      --name=w "${app_job[@]}" --continue_on_error=write && r=0 || r=$?
+  [ "$r" != 99 ] || { cat "$out"; fail "apptag=0x5600: stabledif-ctl failed"; }
+  [ "$(rejected "$out" w)" = 64 ] ||
+    { cat "$out"; fail "pi_act=$act apptag=0x5600: not all 64 writes rejected"; }
+  grep -q 'app check' "$out" ||
+    { cat "$out"; fail "pi_act=$act apptag=0x5600: no message naming the app check"; }
+  echo "ok: pi_act=$act: app tag 0x12ab stored and read back, 0x5600 rejected"
+done
+rm -f "$tmpdir/ctl.sock"
+
+# Reads check the tag asked for, under its mask, and only with APPTAG.
+out=$tmpdir/out-appread
+cat > "$tmpdir/appread.sh" <<SH
+uri=\$1 out=\$2 rd=(--name=r --rw=read --bs=4k --size=64k)
+bash "$tmpdir/fio.sh" "\$uri" "\$out.w" --apptag=0x12ab --name=w --rw=write \\
+  --bs=4k --size=64k || exit 1
+bash "$tmpdir/fio.sh" "\$uri" "\$out.bad" --apptag=0x12cd "\${rd[@]}" \\
+  --continue_on_error=read
+[ -s "\$out.bad" ] || exit 1
+bash "$tmpdir/fio.sh" "\$uri" "\$out.mask" --apptag=0x12cd \\
+  --apptag_mask=0xff00 "\${rd[@]}" || exit 1
+bash "$tmpdir/fio.sh" "\$uri" "\$out.guard" --apptag=0x12cd \\
+  --pi_chk=GUARD,REFTAG "\${rd[@]}"
+SH
+serve size=1M app-tag=0x1234/0xff00 ctl=none -- \
+  bash "$tmpdir/appread.sh" '$uri' "$out" ||
+  { cat "$out".*; fail "apptag on read: not checked as asked"; }
+[ "$(counter "$out.bad" r read_errors)" = 16 ] && grep -q 'app check' "$out.bad" ||
+  { cat "$out.bad"; fail "apptag 0x12cd on read: not 16 failed reads naming the app check"; }
+echo "ok: reads check apptag= under apptag_mask=, as pi_chk= asks"
 echo "$0: ok"

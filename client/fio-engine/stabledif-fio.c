@@ -13,9 +13,12 @@
  * source file is BSD-3-Clause; fio's headers are GPL-2.0, so the engine
  * binary built against them falls under GPL-2.0 (as SPDK's fio plugin).
  *
- * Data flow: fio's buffer is the plain data; libstabledif generates the
- * PI at submit, keeps the buffer stable by the handle's policy, and
- * verifies the PI of every block read.  queue() collects requests,
+ * Data flow: fio's buffer is the plain data.  With pi_act=1 libstabledif
+ * generates the PI at submit; with pi_act=0 the engine makes it when fio
+ * hands over the request (stabledif_generate_pi, into the io_u's tuple
+ * buffer) and the library sends it as the caller's, checked at submit as
+ * pi_chk= asks.  The library keeps the buffer stable by the handle's
+ * policy and verifies the PI of every block read as pi_chk= asks.  queue() collects requests,
  * commit() submits them asynchronously, the library's completion
  * callbacks (on its I/O threads) put them on a per-job ring, and
  * getevents() waits on that ring with a condition variable.
@@ -51,9 +54,12 @@ struct sdf_options {
   unsigned int unsafe;          /* unsafe=1: allow none on stable_writes */
   unsigned int race_delay_us;   /* race_delay_us=: submit->copy-out delay */
   unsigned int connections;     /* connections=: NBD connections, 1..16 */
-  unsigned int pi_act;          /* pi_act=: 1, the library makes the PI */
+  unsigned int pi_act;          /* pi_act=: 1 the library makes the PI,
+                                   0 the engine (the caller) */
   char *pi_chk;                 /* pi_chk=: GUARD,REFTAG,APPTAG */
   unsigned int pi_chk_mask;     /* pi_chk= parsed: SDF_CHK_* bits */
+  int apptag;                   /* apptag=: -1 the device's, or 0..0xffff */
+  unsigned int apptag_mask;     /* apptag_mask=: bits APPTAG compares */
   unsigned int forensics;       /* forensics=1: report changed bytes */
   unsigned int mutate;          /* mutate=N: bytes changed after submit */
 };
@@ -63,6 +69,10 @@ struct sdf_job {
   struct stabledif_handle *h;   /* the connected handle (init..cleanup) */
   const char *uri;              /* the URI in use (option or filename) */
   int64_t interval;             /* the device's protection interval */
+  int tuple_size;               /* the device's tuple size (0: no PI) */
+  struct stabledif_pi read_pi;  /* what a read asks: the checks of
+                                   pi_chk=, the app tag and mask */
+  struct stabledif_pi write_pi; /* what a write asks (tuples per io_u) */
   pthread_mutex_t lock;         /* guards ring, head, count */
   pthread_cond_t done;          /* signalled on each completion */
   bool sync_init;               /* lock and done were initialised */
@@ -79,6 +89,9 @@ struct sdf_job {
 /* Per io_u state (io_u->engine_data). */
 struct sdf_io {
   struct sdf_job *job;          /* the job that owns the io_u */
+  uint8_t *tuples;              /* pi_act=0: the write's tuples, made at
+                                   queue (max bs / interval * tuple size
+                                   bytes); NULL otherwise */
   char msg[512];                /* the library's message on failure */
 };
 
@@ -157,9 +170,10 @@ static struct fio_option options[] = {
     .lname = "PI action",
     .type = FIO_OPT_INT,
     .off1 = offsetof (struct sdf_options, pi_act),
-    .help = "1: the library generates the PI of writes (the only choice)",
+    .help = "1: the library generates the PI of writes at submit; "
+            "0: the engine makes it at queue, sent as the caller's",
     .def = "1",
-    .minval = 1,
+    .minval = 0,
     .maxval = 1,
     .category = FIO_OPT_C_ENGINE,
     .group = FIO_OPT_G_NBD,
@@ -170,8 +184,33 @@ static struct fio_option options[] = {
     .type = FIO_OPT_STR_STORE,
     .off1 = offsetof (struct sdf_options, pi_chk),
     .cb = sdf_pi_chk_cb,
-    .help = "PI checks on read: GUARD,REFTAG,APPTAG (all are made)",
+    .help = "PI checks on read, and at submit of pi_act=0 writes: "
+            "GUARD,REFTAG,APPTAG (empty: none)",
     .def = "GUARD,REFTAG,APPTAG",
+    .category = FIO_OPT_C_ENGINE,
+    .group = FIO_OPT_G_NBD,
+  },
+  {
+    .name = "apptag",
+    .lname = "application tag",
+    .type = FIO_OPT_INT,
+    .off1 = offsetof (struct sdf_options, apptag),
+    .help = "App tag of the PI written and checked (-1: the device's)",
+    .def = "-1",
+    .minval = -1,
+    .maxval = 0xffff,
+    .category = FIO_OPT_C_ENGINE,
+    .group = FIO_OPT_G_NBD,
+  },
+  {
+    .name = "apptag_mask",
+    .lname = "application tag mask",
+    .type = FIO_OPT_INT,
+    .off1 = offsetof (struct sdf_options, apptag_mask),
+    .help = "Bits of apptag the APPTAG check compares",
+    .def = "0xffff",
+    .minval = 0,
+    .maxval = 0xffff,
     .category = FIO_OPT_C_ENGINE,
     .group = FIO_OPT_G_NBD,
   },
@@ -360,6 +399,30 @@ sdf_check_alignment (struct thread_data *td, int64_t interval)
   return 0;
 }
 
+/* Set JOB's per-request PI descriptions from the options O, with app
+ * tag TAG: reads check what pi_chk= names; writes carry TAG, made by
+ * the library (pi_act=1) or by the engine and checked at submit as
+ * pi_chk= names (pi_act=0; the tuples are set per io_u). */
+static void
+sdf_describe (struct sdf_job *job, const struct sdf_options *o, uint16_t tag)
+{
+  uint32_t checks = 0;
+
+  if (o->pi_chk_mask & SDF_CHK_GUARD)
+    checks |= STABLEDIF_PI_CHECK_GUARD;
+  if (o->pi_chk_mask & SDF_CHK_REFTAG)
+    checks |= STABLEDIF_PI_CHECK_REF;
+  if (o->pi_chk_mask & SDF_CHK_APPTAG)
+    checks |= STABLEDIF_PI_CHECK_APP;
+  job->read_pi = (struct stabledif_pi) {
+    .flags = checks, .app_tag = tag, .app_mask = (uint16_t) o->apptag_mask,
+  };
+  job->write_pi = (struct stabledif_pi) {
+    .flags = o->pi_act ? 0 : STABLEDIF_PI_CALLER | checks,
+    .app_tag = tag, .app_mask = (uint16_t) o->apptag_mask,
+  };
+}
+
 /* fio setup hook (fio's main process, before the job starts): allocate
  * the job, find the URI, connect once to learn the size and interval and
  * to check the options against the device, then disconnect (the job may
@@ -371,6 +434,7 @@ sdf_setup (struct thread_data *td)
   struct stabledif_handle *h;
   struct sdf_job *job;
   int64_t size;
+  uint16_t dev_tag = 0;
 
   if (td->io_ops_data != NULL)
     return 0;
@@ -401,7 +465,14 @@ sdf_setup (struct thread_data *td)
     return 1;
   size = stabledif_get_size (h);
   job->interval = stabledif_get_interval (h);
+  job->tuple_size = stabledif_get_tuple_size (h);
+  if (o->apptag == -1 && stabledif_get_app_tag (h, &dev_tag, NULL) == -1) {
+    log_err ("stabledif-fio: %s: %s\n", td->o.name, stabledif_get_error ());
+    stabledif_close (h);
+    return 1;
+  }
   stabledif_close (h);
+  sdf_describe (job, o, o->apptag == -1 ? dev_tag : (uint16_t) o->apptag);
   if (size < 0 || job->interval <= 0) {
     log_err ("stabledif-fio: %s: %s: no size or interval\n", td->o.name,
              job->uri);
@@ -448,10 +519,21 @@ sdf_io_u_init (struct thread_data *td, struct io_u *io_u)
 {
   struct sdf_io *io = calloc (1, sizeof *io);
 
+  struct sdf_options *o = td->eo;
+  struct sdf_job *job = td->io_ops_data;
+
   if (io == NULL)
     return 1;
-  io->job = td->io_ops_data;
+  io->job = job;
   io_u->engine_data = io;
+  if (!o->pi_act && job->tuple_size > 0) {
+    unsigned long long bs = td_max_bs (td);
+
+    io->tuples = malloc (bs / (unsigned long long) job->interval *
+                         (unsigned long long) job->tuple_size);
+    if (io->tuples == NULL)
+      return 1;
+  }
   return 0;
 }
 
@@ -459,7 +541,11 @@ sdf_io_u_init (struct thread_data *td, struct io_u *io_u)
 static void
 sdf_io_u_free (struct thread_data *td, struct io_u *io_u)
 {
-  free (io_u->engine_data);
+  struct sdf_io *io = io_u->engine_data;
+
+  if (io != NULL)
+    free (io->tuples);
+  free (io);
   io_u->engine_data = NULL;
 }
 
@@ -520,19 +606,25 @@ static void
 sdf_submit (struct thread_data *td, struct sdf_job *job, struct io_u *io_u)
 {
   struct sdf_options *o = td->eo;
+  struct sdf_io *io = io_u->engine_data;
   int64_t r;
 
   switch (io_u->ddir) {
   case DDIR_READ:
-    r = stabledif_aio_pread (job->h, io_u->xfer_buf, io_u->xfer_buflen,
-                             io_u->offset, NULL, 0, sdf_complete, io_u);
+    r = stabledif_aio_pread_pi (job->h, io_u->xfer_buf, io_u->xfer_buflen,
+                                io_u->offset, &job->read_pi, 0,
+                                sdf_complete, io_u);
     break;
-  case DDIR_WRITE:
-    r = stabledif_aio_pwrite (job->h, io_u->xfer_buf, io_u->xfer_buflen,
-                              io_u->offset, 0, sdf_complete, io_u);
+  case DDIR_WRITE: {
+    struct stabledif_pi pi = job->write_pi;
+
+    pi.tuples = (pi.flags & STABLEDIF_PI_CALLER) ? io->tuples : NULL;
+    r = stabledif_aio_pwrite_pi (job->h, io_u->xfer_buf, io_u->xfer_buflen,
+                                 io_u->offset, &pi, 0, sdf_complete, io_u);
     if (r != -1 && o->mutate)
       sdf_mutate (job, io_u, o->mutate);
     break;
+  }
   default:                      /* DDIR_SYNC, DDIR_DATASYNC */
     r = stabledif_aio_flush (job->h, 0, sdf_complete, io_u);
     break;
@@ -541,6 +633,25 @@ sdf_submit (struct thread_data *td, struct sdf_job *job, struct io_u *io_u)
     int e = stabledif_get_errno ();
     sdf_finish (io_u, e ? e : EIO, stabledif_get_error ());
   }
+}
+
+/* pi_act=0: make the tuples of write IO_U now, as the data's origin
+ * would (the library sends them as they are at commit).  Returns 0, or
+ * -1 after printing why. */
+static int
+sdf_make_pi (struct sdf_job *job, struct io_u *io_u)
+{
+  struct sdf_io *io = io_u->engine_data;
+  struct stabledif_pi pi = { .app_tag = job->write_pi.app_tag,
+                             .tuples = io->tuples };
+
+  if (stabledif_generate_pi (job->h, io_u->xfer_buf, io_u->xfer_buflen,
+                             io_u->offset, &pi) == -1) {
+    sdf_message (job, "write of %llu bytes at offset %llu: %s",
+                 io_u->xfer_buflen, io_u->offset, stabledif_get_error ());
+    return -1;
+  }
+  return 0;
 }
 
 /* fio queue hook: collect reads, writes and flushes for commit; anything
@@ -561,6 +672,11 @@ sdf_queue (struct thread_data *td, struct io_u *io_u)
   }
   if (job->npending == job->cap)
     return FIO_Q_BUSY;
+  if (io_u->ddir == DDIR_WRITE && (job->write_pi.flags & STABLEDIF_PI_CALLER)
+      && sdf_make_pi (job, io_u) == -1) {
+    io_u->error = EINVAL;
+    return FIO_Q_COMPLETED;
+  }
   job->pending[job->npending++] = io_u;
   return FIO_Q_QUEUED;
 }
