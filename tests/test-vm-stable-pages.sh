@@ -40,8 +40,8 @@ vm_initramfs "$initrd" -m virtio_pci -m virtio_console -m nbd \
 
 log="$tmpdir/console.log"
 dev="--filter=delay $PLUGIN size=32M wdelay=${d_ms}ms"
-t_t10="probe:nbd-t10:0:ext4:$iter:1+0"
-t_none="probe:nbd-none:1:ext4:$iter:0+1"
+t_t10="probe:nbd-t10:0:ext4:rewrite/$iter:1+0"
+t_none="probe:nbd-none:1:ext4:rewrite/$iter:0+1"
 start=$(date +%s)
 rc=0
 vm_boot_nbd "$log" "$initrd" "$t_t10,$t_none" : \

@@ -55,7 +55,7 @@ vm_requires () {
 # fail ("IO-APIC + timer doesn't work") and panic the boot.
 vm_cmdline="console=ttyS0 panic=-1 quiet no_timer_check"
 
-# vm_initramfs OUT [-i INIT] [-m MODULE]... [-b PROGRAM]...: build the
+# vm_initramfs OUT [-i INIT] [-m MODULE]... [-b PROGRAM]... [-f FILE]...: build the
 # guest's initramfs (tests/vm/mkinitramfs.sh) with INIT as its /init
 # (default tests/vm/init).
 vm_initramfs () {

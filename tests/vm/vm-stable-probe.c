@@ -4,6 +4,8 @@
  * bench/kernel-stable-pages.sh).
  *
  *   vm-stable-probe rewrite [-n N] [-a] FILE
+ *   vm-stable-probe writers [-t N] [-w PAGES] [-d SECS] [-s BYTES]
+ *                           [-u USEC] FILE
  *
  * Rewrite under writeback: creates FILE (one 4 KiB page, written and
  * fsynced so that its block is allocated), then N times (default 20):
@@ -18,12 +20,25 @@
  * (microseconds; quantiles by nearest rank) and with -a every sample
  * after it, one "sample_us=X" line each, in the order measured.
  *
+ * Writers, the workload of stabledif-bench's page-cache model with the
+ * kernel's page cache and flusher in place of the model's: creates FILE
+ * of PAGES pages of 4 KiB (default 4096), written and fsynced; then -t
+ * threads (default 4) each, for -d seconds (default 5), pick a random
+ * page, write -s bytes (default 512) at a random offset inside it with
+ * pwrite, time that write (the page lock, the wait for a page under
+ * writeback, the copy), and sleep -u microseconds (default 20).  When
+ * the kernel's flusher writes pages back is up to the vm.dirty_*
+ * sysctls.  Prints one line,
+ *   writers n=COUNT secs=S bytes=B avg_ns=A p50_ns= p90_ns= p99_ns=
+ *     p999_ns= p9999_ns= max_ns=
+ *
  * Exit status: 0 on success, 1 on an I/O error (named on stderr), 2 on
  * a usage error.
  */
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -40,6 +55,37 @@
 /* At most this many iterations. */
 #define PROBE_MAX_N 100000
 
+/* At most this many writer threads. */
+#define WRITERS_MAX_THREADS 256
+
+/* At most this many pages in the writers' file (1 GiB). */
+#define WRITERS_MAX_PAGES 262144
+
+/* At most this many seconds of writing. */
+#define WRITERS_MAX_SECS 3600
+
+/* The writers' settings (vm-stable-probe writers). */
+struct writers_conf {
+  const char *file;             /* the file written */
+  int fd;                       /* open on it */
+  unsigned long threads;        /* writer threads */
+  unsigned long pages;          /* pages in the file */
+  unsigned long secs;           /* how long to write */
+  unsigned long write_size;     /* bytes per write, at most a page */
+  unsigned long think_us;       /* sleep after each write */
+  uint64_t end_ns;              /* now_ns () at which writers stop */
+};
+
+/* One writer thread: its settings and what it measured. */
+struct writer {
+  pthread_t tid;                /* the thread */
+  const struct writers_conf *conf; /* shared settings */
+  unsigned seed;                /* its rand_r state */
+  uint64_t *lat;                /* write latencies, ns */
+  size_t n, cap;                /* used and allocated entries of lat */
+  int err;                      /* errno of a failed write, or 0 */
+};
+
 static const char *progname = "vm-stable-probe";
 
 /* Print a usage error and exit 2. */
@@ -47,7 +93,9 @@ static void __attribute__ ((noreturn))
 usage (const char *why)
 {
   fprintf (stderr, "%s: %s\n"
-           "usage: %s rewrite [-n N] [-a] FILE\n", progname, why, progname);
+           "usage: %s rewrite [-n N] [-a] FILE\n"
+           "       %s writers [-t N] [-w PAGES] [-d SECS] [-s BYTES] [-u USEC] FILE\n",
+           progname, why, progname, progname);
   exit (2);
 }
 
@@ -185,30 +233,180 @@ probe_rewrite (const char *file, size_t n, bool all)
   return 0;
 }
 
+/* Body of a writer thread (struct writer *): write until the end time;
+ * stops early on a write error (recorded in err). */
+static void *
+writer_run (void *arg)
+{
+  struct writer *w = arg;
+  const struct writers_conf *c = w->conf;
+  unsigned char buf[PROBE_PAGE];
+  uint64_t t0, t1;
+  off_t off;
+  ssize_t r;
+
+  memset (buf, (int) (w->seed & 0xff), sizeof buf);
+  for (;;) {
+    t0 = now_ns ();
+    if (t0 >= c->end_ns)
+      break;
+    off = (off_t) ((unsigned long) rand_r (&w->seed) % c->pages) * PROBE_PAGE;
+    if (c->write_size < PROBE_PAGE)
+      off += (off_t) ((unsigned long) rand_r (&w->seed) %
+                      (PROBE_PAGE - c->write_size + 1));
+    buf[0]++;
+    t0 = now_ns ();
+    r = pwrite (c->fd, buf, c->write_size, off);
+    t1 = now_ns ();
+    if (r != (ssize_t) c->write_size) {
+      w->err = r == -1 ? errno : EIO;
+      break;
+    }
+    if (w->n == w->cap) {
+      size_t cap = w->cap ? w->cap * 2 : 65536;
+      uint64_t *lat = realloc (w->lat, cap * sizeof *lat);
+      if (lat == NULL) {
+        w->err = ENOMEM;
+        break;
+      }
+      w->lat = lat;
+      w->cap = cap;
+    }
+    w->lat[w->n++] = t1 - t0;
+    if (c->think_us)
+      usleep ((useconds_t) c->think_us);
+  }
+  return NULL;
+}
+
+/* The writers workload described at the top. */
+static int
+probe_writers (struct writers_conf *c)
+{
+  unsigned char page[PROBE_PAGE];
+  struct writer *w;
+  uint64_t *all, sum = 0, start, secs_ns;
+  size_t total = 0, k;
+  unsigned long i;
+  int err;
+
+  c->fd = open (c->file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (c->fd == -1)
+    die ("open", c->file);
+  memset (page, 0x5a, sizeof page);
+  for (i = 0; i < c->pages; i++)
+    if (pwrite (c->fd, page, PROBE_PAGE, (off_t) i * PROBE_PAGE) != PROBE_PAGE)
+      die ("filling", c->file);
+  if (fsync (c->fd) == -1)
+    die ("fsync", c->file);
+
+  w = calloc (c->threads, sizeof *w);
+  if (w == NULL)
+    die ("allocating writers for", c->file);
+  start = now_ns ();
+  c->end_ns = start + (uint64_t) c->secs * 1000000000;
+  for (i = 0; i < c->threads; i++) {
+    w[i].conf = c;
+    w[i].seed = (unsigned) i + 1;
+    err = pthread_create (&w[i].tid, NULL, writer_run, &w[i]);
+    if (err) {
+      errno = err;
+      die ("starting a writer on", c->file);
+    }
+  }
+  for (i = 0; i < c->threads; i++) {
+    pthread_join (w[i].tid, NULL);
+    total += w[i].n;
+  }
+  secs_ns = now_ns () - start;
+  for (i = 0; i < c->threads; i++)
+    if (w[i].err) {
+      errno = w[i].err;
+      die ("write to", c->file);
+    }
+  if (total == 0) {
+    fprintf (stderr, "%s: no write finished in %lu s\n", progname, c->secs);
+    return 1;
+  }
+  all = malloc (total * sizeof *all);
+  if (all == NULL)
+    die ("allocating samples for", c->file);
+  for (i = 0, k = 0; i < c->threads; i++) {
+    memcpy (all + k, w[i].lat, w[i].n * sizeof *all);
+    k += w[i].n;
+    free (w[i].lat);
+  }
+  free (w);
+  for (k = 0; k < total; k++)
+    sum += all[k];
+  qsort (all, total, sizeof *all, cmp_u64);
+  printf ("writers n=%zu secs=%.3f bytes=%" PRIu64 " avg_ns=%" PRIu64
+          " p50_ns=%" PRIu64 " p90_ns=%" PRIu64 " p99_ns=%" PRIu64
+          " p999_ns=%" PRIu64 " p9999_ns=%" PRIu64 " max_ns=%" PRIu64 "\n",
+          total, (double) secs_ns / 1e9, (uint64_t) total * c->write_size,
+          sum / total, quantile (all, total, 0.5), quantile (all, total, 0.9),
+          quantile (all, total, 0.99), quantile (all, total, 0.999),
+          quantile (all, total, 0.9999), all[total - 1]);
+  free (all);
+  if (close (c->fd) == -1)
+    die ("close", c->file);
+  if (fflush (stdout) == EOF || ferror (stdout)) {
+    fprintf (stderr, "%s: writing the results failed\n", progname);
+    return 1;
+  }
+  return 0;
+}
+
 int
 main (int argc, char *argv[])
 {
+  struct writers_conf wc = {
+    .threads = 4, .pages = 4096, .secs = 5, .write_size = 512, .think_us = 20,
+  };
   unsigned long n = 20;
-  bool all = false;
+  bool all = false, writers;
   int opt;
 
   if (argc < 2)
     usage ("no mode given");
-  if (strcmp (argv[1], "rewrite") != 0) {
+  if (strcmp (argv[1], "rewrite") == 0)
+    writers = false;
+  else if (strcmp (argv[1], "writers") == 0)
+    writers = true;
+  else {
     char msg[128];
     snprintf (msg, sizeof msg, "unknown mode '%s'", argv[1]);
     usage (msg);
   }
   argv++;
   argc--;
-  while ((opt = getopt (argc, argv, "n:a")) != -1) {
+  opterr = 0;                   /* usage () names the option */
+  while ((opt = getopt (argc, argv, writers ? "t:w:d:s:u:" : "n:a")) != -1) {
     switch (opt) {
     case 'n': n = parse_count (optarg, "-n", PROBE_MAX_N); break;
     case 'a': all = true; break;
-    default: usage ("unknown option");
+    case 't': wc.threads = parse_count (optarg, "-t", WRITERS_MAX_THREADS); break;
+    case 'w': wc.pages = parse_count (optarg, "-w", WRITERS_MAX_PAGES); break;
+    case 'd': wc.secs = parse_count (optarg, "-d", WRITERS_MAX_SECS); break;
+    case 's': wc.write_size = parse_count (optarg, "-s", PROBE_PAGE); break;
+    case 'u':
+      /* 0 is allowed: writers that never pause. */
+      wc.think_us = strcmp (optarg, "0") == 0 ? 0 :
+        parse_count (optarg, "-u", 1000000);
+      break;
+    default: {
+        char msg[128];
+        snprintf (msg, sizeof msg, "-%c: unknown option or missing argument",
+                  optopt);
+        usage (msg);
+      }
     }
   }
   if (optind != argc - 1)
     usage ("give exactly one FILE");
+  if (writers) {
+    wc.file = argv[optind];
+    return probe_writers (&wc);
+  }
   return probe_rewrite (argv[optind], n, all);
 }
