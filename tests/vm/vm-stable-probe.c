@@ -326,6 +326,8 @@ probe_writers (struct writers_conf *c)
     }
   if (total == 0) {
     fprintf (stderr, "%s: no write finished in %lu s\n", progname, c->secs);
+    free (w);
+    close (c->fd);
     return 1;
   }
   all = malloc (total * sizeof *all);
