@@ -55,7 +55,7 @@ vm_requires () {
 # fail ("IO-APIC + timer doesn't work") and panic the boot.
 vm_cmdline="console=ttyS0 panic=-1 quiet no_timer_check"
 
-# vm_initramfs OUT [-i INIT] [-m MODULE]... [-b PROGRAM]...: build the
+# vm_initramfs OUT [-i INIT] [-m MODULE]... [-b PROGRAM]... [-f FILE]...: build the
 # guest's initramfs (tests/vm/mkinitramfs.sh) with INIT as its /init
 # (default tests/vm/init).
 vm_initramfs () {
@@ -108,4 +108,54 @@ vm_show () {
   tail -40 "$1" | tr -d '\r' >&2 || :
   echo "--- host ---" >&2
   cat "$1.host" >&2 || :
+}
+
+# vm_boot_nbd LOG INITRD TESTS AFTER DEVICE...: serve each DEVICE, a
+# string "PORT NBDKIT-ARGS..." (the plugin, its parameters and any
+# filters, e.g. "nbd-t10 $PLUGIN format=T10-DIF-TYPE1-CRC size=64M"),
+# with its own nbdkit on the Unix socket $tmpdir/PORT.sock; boot the
+# guest (running the guest tests TESTS, console in LOG) with one
+# virtio-serial port per DEVICE, named PORT and connected to that
+# socket; then, while the servers still run, the shell command AFTER
+# (may be ":").  QEMU's exit status goes to $tmpdir/qemu.rc.  Returns
+# the status of AFTER (or nbdkit's, if a server failed).  Each server
+# runs the next one under --run, the last one the guest.
+vm_boot_nbd () {
+  local log=$1 initrd=$2 tests=$3 after=$4; shift 4
+  local qargs=(-device virtio-serial-pci,id=vs0) i=0 d port cmd inner preload=
+  for d in "$@"; do
+    port=${d%% *}
+    qargs+=("-chardev socket,id=c$i,path=$tmpdir/$port.sock"
+            "-device virtserialport,bus=vs0.0,chardev=c$i,name=$port")
+    i=$((i + 1))
+  done
+  cmd="$(vm_boot_cmd "$log" "$initrd" "$tests" "${qargs[@]}");"
+  cmd="$cmd echo \$? > $tmpdir/qemu.rc; $after"
+  # The servers started from a --run command need the preload again.
+  [ -z "$nbdkit_preload" ] || preload="LD_PRELOAD='$nbdkit_preload'"
+  for ((i = $#; i > 1; i--)); do
+    d=${!i} port=${!i%% *}
+    inner=$(printf %q "$(run_cmd "$cmd")")
+    cmd="$preload $NBDKIT -U $tmpdir/$port.sock --exit-with-parent ${d#* } --run $inner"
+  done
+  port=${1%% *}
+  # shellcheck disable=SC2086 # NBDKIT-ARGS are words
+  run_nbdkit -U "$tmpdir/$port.sock" --exit-with-parent ${1#* } \
+    --run "$(run_cmd "$cmd")"
+}
+
+# vm_probe_line LOG PORT SW: the last result line of the guest test
+# "probe" (tests/vm/init) for PORT with stable_writes=SW at mount, less
+# its "STABLEDIF-VM: PROBE:" prefix; empty if there is none.
+vm_probe_line () {
+  grep -a "^STABLEDIF-VM: PROBE: $2 .* stable_writes=$3 " "$1" | tail -1 |
+    tr -d '\r' | sed 's/^STABLEDIF-VM: PROBE: //'
+}
+
+# vm_field LINE KEY: the value of KEY=VALUE in LINE (words), or empty.
+vm_field () {
+  local w
+  for w in $1; do
+    case $w in "$2="*) echo "${w#*=}"; return 0 ;; esac
+  done
 }

@@ -3,6 +3,7 @@
 # Build the minimal initramfs the VM tests boot (tests/test-vm*.sh).
 #
 #   mkinitramfs.sh -k KVER -i INIT -o OUT [-m MODULE]... [-b PROGRAM]...
+#                  [-f FILE]...
 #
 # KVER     kernel release whose modules are copied (/lib/modules/KVER,
 #          i.e. the installed Debian kernel package that matches the
@@ -15,7 +16,8 @@
 #          need nothing.  modules.dep is regenerated so that "modprobe"
 #          works in the guest.
 # PROGRAM  a dynamically linked program to include, with the shared
-#          libraries ldd lists for it; it is installed as /bin/BASENAME.
+#          libraries ldd lists for it; it is installed as /usr/bin/BASENAME.
+# FILE     a data file a program needs, copied to the same path.
 #
 # The guest gets busybox-static as its shell and tools.  Exits non-zero
 # with a message naming what is missing.
@@ -27,14 +29,16 @@ die () { echo "$prog: $*" >&2; exit 1; }
 kver= init= out=
 modules=()
 programs=()
-while getopts "k:i:o:m:b:" opt; do
+files=()
+while getopts "k:i:o:m:b:f:" opt; do
   case $opt in
     k) kver=$OPTARG ;;
     i) init=$OPTARG ;;
     o) out=$OPTARG ;;
     m) modules+=("$OPTARG") ;;
     b) programs+=("$OPTARG") ;;
-    *) die "usage: $prog -k KVER -i INIT -o OUT [-m MODULE]... [-b PROGRAM]..." ;;
+    f) files+=("$OPTARG") ;;
+    *) die "usage: $prog -k KVER -i INIT -o OUT [-m MODULE]... [-b PROGRAM]... [-f FILE]..." ;;
   esac
 done
 [ -n "$kver" ] && [ -n "$init" ] && [ -n "$out" ] ||
@@ -104,6 +108,11 @@ for p in "${programs[@]}"; do
       /*) copy_file "${line%% (*}" ;;
     esac
   done <<<"$libs"
+done
+
+for f in ${files[@]+"${files[@]}"}; do
+  [ -f "$f" ] || die "$f: not a file"
+  copy_file "$f"
 done
 
 (cd "$stage" && find . -print0 | cpio --null -o -H newc --quiet) > "$out.tmp"
