@@ -3,10 +3,14 @@
  *
  * Threads: any number of caller threads submit requests and wait.  A
  * connected handle has one or more connections (struct io_conn), each
- * with one I/O thread that owns its libnbd handle (it alone calls
- * nbd_aio_* on it after connect), copies write data out to extended
- * blocks, and runs the completion and forensics callbacks of the
- * requests on its connection.
+ * with one I/O thread that drives its libnbd handle (polls it, reads the
+ * replies), copies write data out to extended blocks, and runs the
+ * completion and forensics callbacks of the requests on its connection.
+ * While that thread sleeps in its poll with nothing to do, a caller's
+ * thread that submits issues its request itself ("drives": copy-out and
+ * send, io_drive), so that a request costs no wake-up of the I/O thread;
+ * the I/O thread touches neither libnbd nor a request until the driver
+ * is done, so at any time one thread alone issues on a connection.
  *
  * Locks: what one request touches from submit to completion belongs to
  * its connection, marked "clock" and protected by c->lock (the queue,
@@ -321,6 +325,24 @@ struct io_conn {
   bool wake_pending;            /* a wake-up was sent that the I/O thread
                                    has not yet acted on: it will look at
                                    the queue again without another
+                                   (clock) */
+  bool idle;                    /* the I/O thread found nothing to issue
+                                   and is in (or entering) a poll that
+                                   waits: a submit must wake it or drive
+                                   (clock) */
+  bool driving;                 /* a caller's thread is issuing on this
+                                   connection (io_drive; clock) */
+  bool drove;                   /* a caller issued during the I/O
+                                   thread's last poll, so what libnbd
+                                   wanted then may have changed (clock) */
+  _Atomic unsigned poll_dir;    /* LIBNBD_AIO_DIRECTION_* the I/O thread
+                                   polls the socket for while IDLE, 0
+                                   until it has asked libnbd (atomic) */
+  pthread_cond_t drive_done;    /* broadcast when DRIVING becomes false */
+  struct request *handoff;      /* requests whose last reference a
+                                   driver dropped (a command libnbd
+                                   refused): the I/O thread completes
+                                   them, so that callbacks run there
                                    (clock) */
   struct request *queue_head;   /* submitted, not yet issued (clock) */
   struct request *queue_tail;   /* (clock) */
