@@ -18,7 +18,11 @@
  * sides back to back, libstabledif first, so that every timed run
  * follows one of the other side; a row gives each side's median rate
  * and the median of the rounds' ratios, and every round's figures
- * follow it.  A second table gives, for information, the CPU time this
+ * follow it.  A caller-thread table follows (unless --no-caller-table):
+ * libstabledif driven the way applications usually write it, one thread
+ * submitting with the buffers that completions hand back to it through a
+ * condition variable, against the same baseline, in the same paired
+ * rounds.  A second table gives, for information, the CPU time this
  * process spent per MB moved on each side over all its rounds
  * (getrusage: the library's or libnbd's threads and this program's),
  * steadier than the throughputs on a shared machine; with --server-pids
