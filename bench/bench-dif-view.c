@@ -581,7 +581,9 @@ nb_worker (void *arg)
       break;
     if (atomic_load (&s->abort))
       break;
-    if (s->deadline > 0 && (n & 15) == 0 && now () >= s->deadline)
+    /* At least one request per round: on a busy machine the thread may
+     * start after a short round's deadline. */
+    if (s->deadline > 0 && n > 0 && (n & 15) == 0 && now () >= s->deadline)
       break;
     idx = atomic_fetch_add (&s->next, 1);
     if (s->deadline == 0 && idx >= s->per_pass)
@@ -1103,6 +1105,9 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
   double (*saved) (struct side *, const struct options *, bool, uint8_t *,
                    size_t, double) = sd->run;
   double *rate[2], *scratch;
+  /* Client CPU per row and side (printed after the rows, for
+   * information, like the main table's). */
+  struct cost cost[sizeof caller_rows / sizeof caller_rows[0]][2];
   bool none = strstr (stabledif_get_profile (sd->h), " format=none ") != NULL;
   size_t k, j;
   int ret = -1;
@@ -1114,6 +1119,7 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
     perror (PROG ": calloc");
     goto out;
   }
+  memset (cost, 0, sizeof cost);
   sd->run = sd_run_caller;
   printf ("\nlibstabledif submitting from one thread of the caller, each "
           "completion handing\nits buffer back (a condition variable); the "
@@ -1134,10 +1140,11 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
       continue;
     for (r = 0; r < o->rounds; r++) {
       uint8_t *b = w ? wbufs : rbufs;
-      double a = run (sd, o, w, b, size, o->round_secs), c = -1;
+      double a = run_counted (sd, o, w, b, size, o->round_secs, 0,
+                              &cost[j][0]), c = -1;
 
       if (a >= 0)
-        c = run (nb, o, w, b, size, o->round_secs);
+        c = run_counted (nb, o, w, b, size, o->round_secs, 0, &cost[j][1]);
       if (a < 0 || c < 0)
         goto out;
       rate[0][r] = a;
@@ -1159,6 +1166,23 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
       printf (" %.0f/%.0f=%.2f", rate[0][r] / 1e6, rate[1][r] / 1e6,
               rate[1][r] > 0 ? rate[0][r] / rate[1][r] : 0);
     printf ("\n");
+  }
+  printf ("\nclient CPU per MB of the caller-thread rows, for information:\n"
+          "%-18s %14s %14s %8s\n", "", "libstabledif", "baseline",
+          "sd/base");
+  for (j = 0; j < sizeof caller_rows / sizeof caller_rows[0]; j++) {
+    double a, b;
+    char label[32];
+
+    if (cost[j][0].bytes <= 0 || cost[j][1].bytes <= 0)
+      continue;
+    a = cost[j][0].cpu / cost[j][0].bytes * 1e9;
+    b = cost[j][1].cpu / cost[j][1].bytes * 1e9;
+    snprintf (label, sizeof label, "%s %zuK caller",
+              caller_rows[j].write ? "write" : "read",
+              caller_rows[j].size / 1024);
+    printf ("%-18s %8.3f ms/MB %8.3f ms/MB %7.2fx\n", label, a, b,
+            b > 0 ? a / b : 0);
   }
   ret = 0;
  out:

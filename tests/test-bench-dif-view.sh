@@ -77,7 +77,15 @@ for row in ["write 4 KiB", "read 4 KiB", "write 128 KiB", "read 128 KiB"]:
                   text, re.M)
     assert m, row
     a, b, q = (float(m.group(i)) for i in (1, 2, 3))
-    assert a > 0 and b > 0 and abs(q - a / b) <= 0.01 + 0.002 * q, (row, a, b, q)
+    assert a > 0 and b > 0 and abs(q - a / b) <= 0.006 + q * (0.0005 / a + 0.0005 / b), (row, a, b, q)
+# ... and the caller-thread rows' own, after their table.
+caller = text.split("client CPU per MB of the caller-thread rows")[1]
+for row in ["write 128K caller", "read 128K caller", "write 4K caller"]:
+    m = re.search(r"^%s +([0-9.]+) ms/MB +([0-9.]+) ms/MB +([0-9.]+)x$" % row,
+                  caller, re.M)
+    assert m, row
+    a, b, q = (float(m.group(i)) for i in (1, 2, 3))
+    assert a > 0 and b > 0 and abs(q - a / b) <= 0.006 + q * (0.0005 / a + 0.0005 / b), (row, a, b, q)
 EOF
   case $args in
     *"--submit thread"*) mode='the main thread (a window)' ;;
