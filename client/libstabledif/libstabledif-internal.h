@@ -293,7 +293,8 @@ struct request {
 
   /* Completion. */
   unsigned refs;                /* NBD commands outstanding + 1 while
-                                   being issued (I/O thread only) */
+                                   being issued (the thread that issues
+                                   or completes it: one at a time) */
   int error;                    /* 0 or errno of the first failure */
   char *msg;                    /* message of the failure, or NULL */
   stabledif_completion_callback cb; /* caller's callback, or NULL */
@@ -511,7 +512,8 @@ uint64_t io_now_ns (void);
 
 /* ---- write path (libstabledif-write.c) ----------------------------- */
 
-/* I/O thread: copy R out to extended blocks and issue its commands. */
+/* I/O thread or a driver (io_drive): copy R out to extended blocks and
+ * issue its commands. */
 void write_issue (struct request *r);
 
 /* I/O thread: R's last command completed; build the error message and
@@ -521,7 +523,7 @@ void write_complete (struct request *r);
 
 /* ---- read path (libstabledif-read.c) ------------------------------- */
 
-/* I/O thread: issue R's commands. */
+/* I/O thread or a driver (io_drive): issue R's commands. */
 void read_issue (struct request *r);
 
 /* nbd_chunk_callback of R's read commands (USER_DATA is R): add the
@@ -537,12 +539,14 @@ void read_complete (struct request *r);
 
 /* ---- shared by the paths (libstabledif-io.c) ----------------------- */
 
-/* Drop one reference of R (I/O thread); at zero, complete it: call the
+/* Drop one reference of R (I/O thread, or a driver: then the I/O thread
+ * completes it); at zero, complete it: call the
  * path's completion, then the caller's callback or wake the waiter. */
 void io_request_put (struct request *r);
 
 /* Issue the NBD commands of R over its wire buffer, in chunks of
- * h->chunk_bytes (I/O thread).  A command libnbd refuses fails R. */
+ * h->chunk_bytes (I/O thread or a driver).  A command libnbd refuses
+ * fails R. */
 void io_issue_chunks (struct request *r);
 
 #endif /* STABLEDIF_INTERNAL_H */
