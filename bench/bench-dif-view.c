@@ -18,7 +18,11 @@
  * sides back to back, libstabledif first, so that every timed run
  * follows one of the other side; a row gives each side's median rate
  * and the median of the rounds' ratios, and every round's figures
- * follow it.  A second table gives, for information, the CPU time this
+ * follow it.  A caller-thread table follows (unless --no-caller-table):
+ * libstabledif driven the way applications usually write it, one thread
+ * submitting with the buffers that completions hand back to it through a
+ * condition variable, against the same baseline, in the same paired
+ * rounds.  A second table gives, for information, the CPU time this
  * process spent per MB moved on each side over all its rounds
  * (getrusage: the library's or libnbd's threads and this program's),
  * steadier than the throughputs on a shared machine; with --server-pids
@@ -64,6 +68,14 @@
 #define TARGET_LARGE_WRITE 0.75
 #define LARGE_WRITE (64 * 1024)
 
+/* Targets of the caller-thread table (a thread of the caller submits,
+ * completions hand buffers back to it): 128 KiB writes and reads, 4 KiB
+ * writes, and a device without PI (format none), where the library does
+ * no PI work and the hand-off between threads is all it adds. */
+#define TARGET_CALLER 0.85
+#define TARGET_CALLER_SMALL_WRITE 0.80
+#define TARGET_CALLER_NONE 0.95
+
 /* The target of the row for writes (WRITE) or reads of SIZE bytes. */
 static double
 target_of (bool write, size_t size)
@@ -88,6 +100,9 @@ struct options {
   bool from_thread;             /* libstabledif: submit from the main
                                    thread (a window like the baseline's)
                                    rather than from completion callbacks */
+  bool from_caller;             /* libstabledif: the main table uses the
+                                   caller-thread pattern (sd_run_caller) */
+  bool no_caller_table;         /* leave out the caller-thread table */
   long server_pid[2];           /* process IDs of the stabledif server
                                    and the baseline's (0: not measured) */
   bool interleaved;             /* the interleaved table instead (il_table) */
@@ -148,6 +163,9 @@ struct side {
   double deadline;              /* now () at which a round ends; 0: one
                                    pass over the span */
   atomic_bool abort;            /* a connection failed: all stop */
+  /* Caller-thread run (libstabledif; under LOCK): */
+  unsigned *ready;              /* DEPTH entries: slots handed back */
+  unsigned nready;              /* entries in READY */
   uint64_t last_bytes;          /* bytes moved by the last run */
   /* Interleaved rows (il_table): */
   int il;                       /* libstabledif: 0 the plain calls, else
@@ -413,6 +431,102 @@ sd_run_chained (struct side *s, const struct options *o, bool write,
   return (double) s->last_bytes / t;
 }
 
+/* ---- libstabledif from a caller's thread, the way an application
+ * writes it: one thread keeps DEPTH requests in flight, each completion
+ * hands its buffer back to that thread through a condition variable, and
+ * the thread submits the next request with it ---- */
+
+/* Completion (an I/O thread): hand the slot back. */
+static void
+caller_done (void *user_data, int error)
+{
+  struct slot *slot = user_data;
+  struct side *s = slot->s;
+
+  pthread_mutex_lock (&s->lock);
+  if (error && !s->failed)
+    s->failed = error;
+  s->ready[s->nready++] = slot->index;
+  pthread_cond_signal (&s->cond);
+  pthread_mutex_unlock (&s->lock);
+}
+
+/* Like sd_run_window (the same requests in the same order), but each
+ * request is submitted with the buffer a completion handed back. */
+static double
+sd_run_caller (struct side *s, const struct options *o, bool write,
+               uint8_t *bufs, size_t count, double secs)
+{
+  uint64_t off = 0, bytes = 0, n = 0;
+  double t0, t;
+  unsigned i;
+  int failed = 0;
+
+  pthread_mutex_lock (&s->lock);
+  s->failed = 0;
+  for (i = 0; i < o->depth; i++)
+    s->ready[i] = o->depth - 1 - i;
+  s->nready = o->depth;
+  pthread_mutex_unlock (&s->lock);
+
+  t0 = now ();
+  for (;;) {
+    struct slot *slot;
+    int64_t c;
+
+    pthread_mutex_lock (&s->lock);
+    while (s->nready == 0)
+      pthread_cond_wait (&s->cond, &s->lock);
+    slot = &s->slots[s->ready[--s->nready]];
+    failed = s->failed;
+    if (failed)
+      s->ready[s->nready++] = slot->index;
+    pthread_mutex_unlock (&s->lock);
+    if (failed)
+      break;
+    if (write)
+      c = stabledif_aio_pwrite (s->h, bufs + (size_t) slot->index * count,
+                                count, off, 0, caller_done, slot);
+    else
+      c = stabledif_aio_pread (s->h, bufs + (size_t) slot->index * count,
+                               count, off, NULL, 0, caller_done, slot);
+    if (c == -1) {
+      fprintf (stderr, PROG ": %s\n", stabledif_get_error ());
+      pthread_mutex_lock (&s->lock);
+      s->ready[s->nready++] = slot->index;
+      pthread_mutex_unlock (&s->lock);
+      failed = EIO;
+      break;
+    }
+    n++;
+    bytes += count;
+    off += count;
+    if (off + count > o->span) {
+      off = 0;
+      if (secs == 0)
+        break;
+    }
+    if (secs > 0 && (n & 15) == 0 && now () - t0 >= secs)
+      break;
+  }
+  /* Every buffer back: nothing in flight. */
+  pthread_mutex_lock (&s->lock);
+  while (s->nready < o->depth)
+    pthread_cond_wait (&s->cond, &s->lock);
+  if (!failed)
+    failed = s->failed;
+  pthread_mutex_unlock (&s->lock);
+  t = now () - t0;
+  if (failed) {
+    if (failed != EIO || s->failed)
+      fprintf (stderr, PROG ": %s: a request failed: %s\n", s->name,
+               strerror (failed));
+    return -1;
+  }
+  s->last_bytes = bytes;
+  return (double) bytes / t;
+}
+
 /* ---- timing ---- */
 
 static double
@@ -518,7 +632,9 @@ nb_worker (void *arg)
       break;
     if (atomic_load (&s->abort))
       break;
-    if (s->deadline > 0 && (n & 15) == 0 && now () >= s->deadline)
+    /* At least one request per round: on a busy machine the thread may
+     * start after a short round's deadline. */
+    if (s->deadline > 0 && n > 0 && (n & 15) == 0 && now () >= s->deadline)
       break;
     idx = atomic_fetch_add (&s->next, 1);
     if (s->deadline == 0 && idx >= s->per_pass)
@@ -752,18 +868,23 @@ usage (FILE *fp)
 "  --size BYTES     only this request size (default 4096 and 131072)\n"
 "  --only write|read  only writes or only reads\n"
 "  --side libstabledif|baseline  time one side only (for a profiler)\n"
-"  --submit callback|thread  libstabledif: submit from completion\n"
+"  --submit callback|thread|caller  libstabledif: submit from completion\n"
 "                   callbacks (default), or from the main thread in a\n"
-"                   window like the baseline's\n"
+"                   window like the baseline's, or from the main thread\n"
+"                   with buffers handed back by completions (the pattern\n"
+"                   of the caller-thread table)\n"
+"  --no-caller-table  leave out the caller-thread table\n"
 "  --server-pids SD,BASE  the process IDs of the two servers: print\n"
 "                   their CPU time per MB too (from /proc)\n"
 "  --interleaved    instead: interleaved buffers (library PI, the\n"
 "                   caller's PI unchecked, reads verified in place)\n"
 "                   against the same extended bytes through libnbd\n"
 "  --check          exit 1 if a ratio is below its target (%.2f; writes\n"
-"                   of 64 KiB or more: %.2f; --interleaved: see\n"
-"                   bench/README.md)\n",
-           STABLEDIF_MAX_CONNECTIONS, TARGET, TARGET_LARGE_WRITE);
+"                   of 64 KiB or more: %.2f; caller-thread table: %.2f,\n"
+"                   4 KiB writes %.2f, every row on format none %.2f;\n"
+"                   --interleaved: see bench/README.md)\n",
+           STABLEDIF_MAX_CONNECTIONS, TARGET, TARGET_LARGE_WRITE,
+           TARGET_CALLER, TARGET_CALLER_SMALL_WRITE, TARGET_CALLER_NONE);
 }
 
 static int
@@ -783,6 +904,7 @@ parse_options (int argc, char **argv, struct options *o)
     { "submit", required_argument, NULL, 'T' },
     { "server-pids", required_argument, NULL, 'P' },
     { "interleaved", no_argument, NULL, 'I' },
+    { "no-caller-table", no_argument, NULL, 'C' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -799,6 +921,8 @@ parse_options (int argc, char **argv, struct options *o)
   o->only = -1;
   o->side = -1;
   o->from_thread = false;
+  o->from_caller = false;
+  o->no_caller_table = false;
   o->server_pid[0] = o->server_pid[1] = 0;
   o->interleaved = false;
   while ((c = getopt_long (argc, argv, "h", longopts, NULL)) != -1) {
@@ -822,8 +946,10 @@ parse_options (int argc, char **argv, struct options *o)
     case 'T':
       if (strcmp (optarg, "callback") == 0) o->from_thread = false;
       else if (strcmp (optarg, "thread") == 0) o->from_thread = true;
+      else if (strcmp (optarg, "caller") == 0)
+        o->from_thread = o->from_caller = true;
       else {
-        fprintf (stderr, PROG ": --submit callback|thread\n");
+        fprintf (stderr, PROG ": --submit callback|thread|caller\n");
         return -1;
       }
       break;
@@ -877,6 +1003,7 @@ parse_options (int argc, char **argv, struct options *o)
     case 'p': o->policy = optarg; break;
     case 'c': o->check = true; break;
     case 'I': o->interleaved = true; break;
+    case 'C': o->no_caller_table = true; break;
     case 'h': usage (stdout); exit (0);
     default: usage (stderr); return -1;
     }
@@ -916,10 +1043,15 @@ connect_sd (struct side *s, const char *uri, const struct options *o)
   s->run = sd_run_window;
   pthread_mutex_init (&s->lock, NULL);
   pthread_cond_init (&s->cond, NULL);
-  if (!o->from_thread) {
+  if (!o->from_thread)
     s->run = sd_run_chained;
+  if (o->from_caller)
+    s->run = sd_run_caller;
+  /* Slots for the callback and the caller-thread runs. */
+  s->ready = calloc (o->depth, sizeof *s->ready);
+  {
     s->slots = calloc (o->depth, sizeof *s->slots);
-    if (s->slots == NULL) {
+    if (s->slots == NULL || s->ready == NULL) {
       perror (PROG ": calloc");
       stabledif_close (h);
       return -1;
@@ -1218,6 +1350,116 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
   return ret;
 }
 
+/* The rows of the caller-thread table: writes or reads of a size. */
+static const struct {
+  bool write;                   /* writes, else reads */
+  size_t size;                  /* bytes per request */
+} caller_rows[] = {
+  { true, 128 * 1024 }, { false, 128 * 1024 }, { true, 4096 },
+};
+
+/* The caller-thread table: libstabledif driven by sd_run_caller (one
+ * thread of the caller submits; completions hand buffers back through a
+ * condition variable) against the same baseline, in paired rounds like
+ * the main table, for each of CALLER_ROWS whose size is one of the
+ * NSIZES SIZES measured (the span was written with each).  Sets *MISSED
+ * when a row is below its target.  0, or -1 if a run failed (printed). */
+static int
+caller_table (struct side *sd, struct side *nb, const struct options *o,
+              uint8_t *wbufs, uint8_t *rbufs, const size_t *sizes,
+              size_t nsizes, bool *missed)
+{
+  double (*saved) (struct side *, const struct options *, bool, uint8_t *,
+                   size_t, double) = sd->run;
+  double *rate[2], *scratch;
+  /* Client CPU per row and side (printed after the rows, for
+   * information, like the main table's). */
+  struct cost cost[sizeof caller_rows / sizeof caller_rows[0]][2];
+  bool none = strstr (stabledif_get_profile (sd->h), " format=none ") != NULL;
+  size_t k, j;
+  int ret = -1;
+
+  rate[0] = calloc (o->rounds, sizeof (double));
+  rate[1] = calloc (o->rounds, sizeof (double));
+  scratch = calloc (o->rounds, sizeof (double));
+  if (rate[0] == NULL || rate[1] == NULL || scratch == NULL) {
+    perror (PROG ": calloc");
+    goto out;
+  }
+  memset (cost, 0, sizeof cost);
+  sd->run = sd_run_caller;
+  printf ("\nlibstabledif submitting from one thread of the caller, each "
+          "completion handing\nits buffer back (a condition variable); the "
+          "same baseline, paired rounds:\n"
+          "%-18s %14s %14s %8s %8s\n", "", "libstabledif", "baseline",
+          "ratio", "target");
+  for (j = 0; j < sizeof caller_rows / sizeof caller_rows[0]; j++) {
+    bool w = caller_rows[j].write;
+    size_t size = caller_rows[j].size;
+    struct figure fig;
+    double target;
+    char label[32];
+    unsigned r;
+
+    for (k = 0; k < nsizes && sizes[k] != size; k++)
+      ;
+    if (k == nsizes || (o->only != -1 && o->only != !w))
+      continue;
+    for (r = 0; r < o->rounds; r++) {
+      uint8_t *b = w ? wbufs : rbufs;
+      double a = run_counted (sd, o, w, b, size, o->round_secs, 0,
+                              &cost[j][0]), c = -1;
+
+      if (a >= 0)
+        c = run_counted (nb, o, w, b, size, o->round_secs, 0, &cost[j][1]);
+      if (a < 0 || c < 0)
+        goto out;
+      rate[0][r] = a;
+      rate[1][r] = c;
+    }
+    figure_of (rate[0], rate[1], o->rounds, scratch, &fig);
+    target = none ? TARGET_CALLER_NONE
+      : w && size < LARGE_WRITE ? TARGET_CALLER_SMALL_WRITE : TARGET_CALLER;
+    /* Three words, so that dif-view.sh's summary takes it as a row. */
+    snprintf (label, sizeof label, "%s %zuK caller", w ? "write" : "read",
+              size / 1024);
+    printf ("%-18s %9.1f MB/s %9.1f MB/s %7.2fx %7.2fx%s\n", label,
+            fig.sd / 1e6, fig.base / 1e6, fig.ratio, target,
+            fig.ratio >= target ? "" : o->check ? "  MISSED" : "  (below)");
+    if (fig.ratio < target)
+      *missed = true;
+    printf ("%-18s", "  rounds:");
+    for (r = 0; r < o->rounds; r++)
+      printf (" %.0f/%.0f=%.2f", rate[0][r] / 1e6, rate[1][r] / 1e6,
+              rate[1][r] > 0 ? rate[0][r] / rate[1][r] : 0);
+    printf ("\n");
+  }
+  printf ("\nclient CPU per MB of the caller-thread rows, for information:\n"
+          "%-18s %14s %14s %8s\n", "", "libstabledif", "baseline",
+          "sd/base");
+  for (j = 0; j < sizeof caller_rows / sizeof caller_rows[0]; j++) {
+    double a, b;
+    char label[32];
+
+    if (cost[j][0].bytes <= 0 || cost[j][1].bytes <= 0)
+      continue;
+    a = cost[j][0].cpu / cost[j][0].bytes * 1e9;
+    b = cost[j][1].cpu / cost[j][1].bytes * 1e9;
+    snprintf (label, sizeof label, "%s %zuK caller",
+              caller_rows[j].write ? "write" : "read",
+              caller_rows[j].size / 1024);
+    printf ("%-18s %8.3f ms/MB %8.3f ms/MB %7.2fx\n", label, a, b,
+            b > 0 ? a / b : 0);
+  }
+  ret = 0;
+ out:
+  sd->run = saved;
+  free (rate[0]);
+  free (rate[1]);
+  free (scratch);
+  return ret;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1281,7 +1523,9 @@ main (int argc, char **argv)
           argv[optind + 1]);
   printf ("libstabledif submits from %s; libnbd from one thread per "
           "connection, polling\n",
-          o.from_thread ? "the main thread (a window)"
+          o.from_caller ? "the main thread (buffers handed back by "
+                          "completions)"
+          : o.from_thread ? "the main thread (a window)"
                         : "completion callbacks");
   if (sd.nconns == o.connections)
     printf ("connections: %u per side (libstabledif: %u in use; libnbd: %u "
@@ -1382,6 +1626,9 @@ main (int argc, char **argv)
       printf ("\n");
     }
   }
+  if (o.side == -1 && !o.no_caller_table &&
+      caller_table (&sd, &nb, &o, wbufs, rbufs, sizes, nsizes, &missed) == -1)
+    goto out;
   /* For information: what each side's client costs per byte, over all
    * its timed rounds.  Steadier than the throughputs on a shared machine
    * (it does not depend on how long the other processes kept the CPUs),
@@ -1404,6 +1651,7 @@ main (int argc, char **argv)
     free (rates[i / 2][i % 2]);
   free (sorted);
   free (sd.slots);
+  free (sd.ready);
   if (sd.h)
     stabledif_close (sd.h);
   for (i = 0; i < nb.nconns; i++)

@@ -7,8 +7,9 @@
 # to completion under each stable-page policy that copies or waits, with
 # one connection per side and with several (libstabledif's connections
 # of one handle against as many libnbd handles, each on its own thread),
-# that the table has its four rows and names the connections, and that
-# bad options exit 2.
+# that the table has its four rows and names the connections, that the
+# caller-thread table (a thread submits, completions hand buffers back)
+# follows with its three rows, and that bad options exit 2.
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 : "${top_builddir:?top_builddir must be set}"
 HELPER="$top_builddir/bench/bench-dif-view"
@@ -25,8 +26,10 @@ import re, statistics, sys
 text = open(sys.argv[1]).read()
 rounds = int(sys.argv[2])
 for row in sys.argv[3:]:
-    # Each row's target: 0.75 for 128 KiB writes, 0.85 for the rest.
-    target = r"0\.75" if row == "write 128 KiB" else r"0\.85"
+    # Each row's target: 0.75 for 128 KiB writes, 0.80 for 4 KiB writes
+    # from the caller's thread, 0.85 for the rest.
+    target = {"write 128 KiB": r"0\.75", "write 4K caller": r"0\.80"}.get(
+        row, r"0\.85")
     m = re.search(r"^%s +([0-9.]+) MB/s +([0-9.]+) MB/s +([0-9.]+)x +%sx.*\n"
                   r"  rounds: +(.*)$" % (row, target), text, re.M)
     assert m, ("no row with its rounds", row)
@@ -55,12 +58,13 @@ run_bench () {
     'SD_URI=$uri timeout 120 "$NBDKIT" -U - memory size=8M --run '\''"$HELPER" --span 2M --rounds 1 --round-ms 30 $BENCH_ARGS "$SD_URI" "$uri"'\'
 }
 
-for args in "" "--submit thread" "--policy snapshot" "--policy wait-sent --depth 3" \
+for args in "" "--submit thread" "--submit caller" "--policy snapshot" "--policy wait-sent --depth 3" \
             "--connections 2" "--connections 2 --submit thread" \
             "--connections 3 --depth 4 --policy snapshot"; do
   run_bench $args > "$out" 2>&1 || { cat "$out"; fail "bench-dif-view $args failed"; }
   python3 "$tmpdir/check_rounds.py" "$out" 1 \
-    "write 4 KiB" "read 4 KiB" "write 128 KiB" "read 128 KiB" ||
+    "write 4 KiB" "read 4 KiB" "write 128 KiB" "read 128 KiB" \
+    "write 128K caller" "read 128K caller" "write 4K caller" ||
     { cat "$out"; fail "bench-dif-view $args: the table or its rounds"; }
   # The client CPU table: every row, its ratio the quotient of its two
   # figures.
@@ -73,10 +77,19 @@ for row in ["write 4 KiB", "read 4 KiB", "write 128 KiB", "read 128 KiB"]:
                   text, re.M)
     assert m, row
     a, b, q = (float(m.group(i)) for i in (1, 2, 3))
-    assert a > 0 and b > 0 and abs(q - a / b) <= 0.01 + 0.002 * q, (row, a, b, q)
+    assert a > 0 and b > 0 and abs(q - a / b) <= 0.006 + q * (0.0005 / a + 0.0005 / b), (row, a, b, q)
+# ... and the caller-thread rows' own, after their table.
+caller = text.split("client CPU per MB of the caller-thread rows")[1]
+for row in ["write 128K caller", "read 128K caller", "write 4K caller"]:
+    m = re.search(r"^%s +([0-9.]+) ms/MB +([0-9.]+) ms/MB +([0-9.]+)x$" % row,
+                  caller, re.M)
+    assert m, row
+    a, b, q = (float(m.group(i)) for i in (1, 2, 3))
+    assert a > 0 and b > 0 and abs(q - a / b) <= 0.006 + q * (0.0005 / a + 0.0005 / b), (row, a, b, q)
 EOF
   case $args in
-    *"--submit thread"*) mode='the main thread' ;;
+    *"--submit thread"*) mode='the main thread (a window)' ;;
+    *"--submit caller"*) mode='the main thread (buffers handed back' ;;
     *) mode='completion callbacks' ;;
   esac
   grep -q "submits from $mode" "$out" ||
@@ -252,6 +265,22 @@ for row in rows:
     else:
         assert not re.search(r"^%s " % row,
                              summary.split("server CPU per MB")[1], re.M)
+# The caller-thread rows: medians and MISSED like the others (no CPU
+# table of their own).
+for row, target in (("write 128K caller", "0.85"), ("read 128K caller", "0.85"),
+                    ("write 4K caller", "0.80")):
+    got = [float(x) for x in re.findall(
+        r"^%s +\S+ MB/s +\S+ MB/s +([0-9.]+)x" % row, runs, re.M)]
+    assert len(got) == 2, (row, got)
+    m = re.search(r"^%s +2 +([0-9.]+)x +([0-9.]+)x +([0-9.]+)x +target %sx(  MISSED)?$"
+                  % (row, re.escape(target)), summary, re.M)
+    assert m, row
+    med = float(m.group(2))
+    assert abs(med - statistics.median(got)) < 0.006, (row, med, got)
+    t = float(target)
+    assert bool(m.group(4)) == (statistics.median(got) < t - 0.006) or \
+        abs(statistics.median(got) - t) < 0.006, row
+    missed = missed or bool(m.group(4))
 assert missed == (sys.argv[2] == "1"), "exit status and MISSED disagree"
 EOF
 for bad in 0 x 2x; do

@@ -9,6 +9,8 @@
  *   test-client-io URI flood
  *   test-client-io URI batch
  *   test-client-io URI counters
+ *   test-client-io URI drive
+ *   test-client-io URI drive-lost
  *
  * poll-fails: poll(2) fails (ENOMEM) while writes are in flight (the
  * server delays them) and others are queued: every one fails with
@@ -32,6 +34,23 @@
  * counters: two threads on two connections write and read single blocks
  * while this one takes stabledif_get_stats snapshots: in every snapshot
  * the bytes are the requests times the block size.
+ *
+ * drive: while the I/O thread is parked in its poll with nothing to do,
+ * this thread's writes and reads are sent by this thread itself (libnbd
+ * has them in flight as soon as the submit returns, the I/O thread still
+ * parked); their callbacks run on the I/O thread once it is let go, and
+ * another thread that waits for them on a condition variable sees them
+ * all; a write queued with a race delay is left to the I/O thread.  The
+ * data reads back.
+ *
+ * drive-lost: the same, but the socket was shut down under libnbd: the
+ * write this thread sends fails, and so do those submitted after it,
+ * every one with ENOTCONN in a callback on the I/O thread, and later
+ * calls fail; close returns.
+ *
+ * poll-fails, socket-closed and batch queue their first writes with a
+ * race delay of 1 us, so that the I/O thread, not this thread, issues
+ * them (it parks in its poll with them in flight).
  */
 #include <config.h>
 
@@ -39,6 +58,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <errno.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -188,6 +209,8 @@ lost (enum hook_mode mode, void (*break_it) (void), const char *why)
 
   fill_pattern (b, iv, 7);
   atomic_store (&hook_mode, mode);
+  /* Queued for the I/O thread, not sent by this one (io_drive). */
+  OK (stabledif_set_race_delay_us (h, 1));
   for (i = 0; i < LOST_IN_FLIGHT; i++)
     OK (stabledif_aio_pwrite (h, b, iv, (uint64_t) i * iv, 0, on_tally,
                               &tally));
@@ -341,6 +364,8 @@ batch (void)
   /* hook_mode was HOOK_PARK from before the connect: the I/O thread
    * parks in the first poll it makes, with nothing to do yet. */
   sem_wait_bounded (&hook_parked, "the I/O thread's first poll");
+  /* Queued for the I/O thread, not sent by this one (io_drive). */
+  OK (stabledif_set_race_delay_us (h, 1));
   for (i = 0; i < BATCH_QUEUED; i++)
     OK (stabledif_aio_pwrite (h, b, iv, (uint64_t) (i % 64) * iv, 0,
                               on_tally, &tally));
@@ -427,6 +452,160 @@ counters (void)
   printf ("counters: %u snapshots, every one whole\n", snaps);
 }
 
+/* ---- drive, drive-lost ---------------------------------------------- */
+
+/* Requests of the drive test: writes, then reads of the same blocks. */
+#define DRIVE_REQUESTS 8u
+
+/* Completions as a caller's own thread waits for them: a callback
+ * records on which thread it ran and hands its index back. */
+static struct {
+  pthread_mutex_t lock;         /* protects the fields below */
+  pthread_cond_t cond;          /* signalled at each completion */
+  unsigned done;                /* completed */
+  unsigned failed;              /* ... with an error */
+  unsigned enotconn;            /* ... with ENOTCONN, message saying so */
+  unsigned off_io_thread;       /* callbacks not on the I/O thread */
+  char msg[1024];               /* message of the last failure */
+} handback = {
+  .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+};
+
+static void
+on_handback (void *user_data, int error)
+{
+  const char *m = stabledif_get_error ();
+
+  (void) user_data;
+  pthread_mutex_lock (&handback.lock);
+  if (!pthread_equal (pthread_self (), h->conns[0].thread))
+    handback.off_io_thread++;
+  if (error) {
+    handback.failed++;
+    if (error == ENOTCONN && m && strstr (m, "connection to the device lost"))
+      handback.enotconn++;
+    snprintf (handback.msg, sizeof handback.msg, "%s", m ? m : "(none)");
+  }
+  handback.done++;
+  pthread_cond_signal (&handback.cond);
+  pthread_mutex_unlock (&handback.lock);
+}
+
+/* A thread other than the submitter: waits for ARG completions. */
+static void *
+handback_waiter (void *arg)
+{
+  unsigned n = (unsigned) (uintptr_t) arg;
+  struct timespec until;
+  int r = 0;
+
+  clock_gettime (CLOCK_REALTIME, &until);
+  until.tv_sec += WAIT_SECONDS;
+  pthread_mutex_lock (&handback.lock);
+  while (handback.done < n && r != ETIMEDOUT)
+    r = pthread_cond_timedwait (&handback.cond, &handback.lock, &until);
+  pthread_mutex_unlock (&handback.lock);
+  return NULL;
+}
+
+/* The commands libnbd of connection 0 has in flight. */
+static int64_t
+nbd_in_flight (void)
+{
+  return nbd_aio_in_flight (h->conns[0].nbd);
+}
+
+static void
+drive (void)
+{
+  uint8_t *w = xmalloc ((size_t) DRIVE_REQUESTS * iv);
+  uint8_t *r = xmalloc ((size_t) DRIVE_REQUESTS * iv);
+  pthread_t waiter;
+  unsigned i;
+  int64_t n;
+
+  fill_pattern (w, (size_t) DRIVE_REQUESTS * iv, 11);
+  memset (r, 0, (size_t) DRIVE_REQUESTS * iv);
+  CHECK (pthread_create (&waiter, NULL, handback_waiter,
+                         (void *) (uintptr_t) (2 * DRIVE_REQUESTS + 1)) == 0,
+         "pthread_create");
+  /* hook_mode was HOOK_PARK from before the connect. */
+  sem_wait_bounded (&hook_parked, "the I/O thread's first poll");
+  for (i = 0; i < DRIVE_REQUESTS; i++) {
+    OK (stabledif_aio_pwrite (h, w + (size_t) i * iv, iv, (uint64_t) i * iv,
+                              0, on_handback, NULL));
+    n = nbd_in_flight ();
+    CHECK (n == (int64_t) i + 1, "after write %u, with the I/O thread "
+           "parked, libnbd has %" PRId64 " commands in flight: the "
+           "submitting thread did not send it", i, n);
+  }
+  /* With a race delay the write is the I/O thread's to send. */
+  OK (stabledif_set_race_delay_us (h, 1));
+  OK (stabledif_aio_pwrite (h, w, iv, (uint64_t) DRIVE_REQUESTS * iv, 0,
+                            on_handback, NULL));
+  n = nbd_in_flight ();
+  CHECK (n == DRIVE_REQUESTS, "a write with a race delay was sent at "
+         "submit (%" PRId64 " commands in flight)", n);
+  OK (stabledif_set_race_delay_us (h, 0));
+  CHECK (handback.done == 0, "a callback ran while the I/O thread was "
+         "parked");
+  sem_post (&hook_release);
+
+  /* Reads of the blocks written, from this thread, while the I/O thread
+   * runs: sent by whichever finds the connection free. */
+  OK (stabledif_wait_all (h));
+  for (i = 0; i < DRIVE_REQUESTS; i++)
+    OK (stabledif_aio_pread (h, r + (size_t) i * iv, iv, (uint64_t) i * iv,
+                             NULL, 0, on_handback, NULL));
+  pthread_join (waiter, NULL);
+  CHECK (handback.done == 2 * DRIVE_REQUESTS + 1, "the other thread saw "
+         "%u of %u completions", handback.done, 2 * DRIVE_REQUESTS + 1);
+  CHECK (handback.failed == 0, "%u requests failed: %s", handback.failed,
+         handback.msg);
+  CHECK (handback.off_io_thread == 0, "%u callbacks ran off the I/O "
+         "thread", handback.off_io_thread);
+  CHECK (memcmp (w, r, (size_t) DRIVE_REQUESTS * iv) == 0,
+         "the blocks read back differ from those written");
+  printf ("drive: %u writes sent by the submitting thread, callbacks on "
+          "the I/O thread\n", DRIVE_REQUESTS);
+  free (w);
+  free (r);
+}
+
+static void
+drive_lost (void)
+{
+  uint8_t *b = xmalloc ((size_t) iv);
+  unsigned i;
+  int fd;
+
+  fill_pattern (b, iv, 13);
+  sem_wait_bounded (&hook_parked, "the I/O thread's first poll");
+  fd = nbd_aio_get_fd (h->conns[0].nbd);
+  CHECK (fd >= 0 && shutdown (fd, SHUT_RDWR) == 0, "shutdown of socket %d",
+         fd);
+  for (i = 0; i < DRIVE_REQUESTS; i++)
+    OK (stabledif_aio_pwrite (h, b, iv, (uint64_t) i * iv, 0, on_handback,
+                              NULL));
+  CHECK (handback.done == 0, "a callback ran inside a submit");
+  sem_post (&hook_release);
+  handback_waiter ((void *) (uintptr_t) DRIVE_REQUESTS);
+  CHECK (handback.done == DRIVE_REQUESTS, "%u of %u requests completed",
+         handback.done, DRIVE_REQUESTS);
+  CHECK (handback.enotconn == DRIVE_REQUESTS, "%u of %u requests failed "
+         "with ENOTCONN; last message: %s", handback.enotconn,
+         DRIVE_REQUESTS, handback.msg);
+  CHECK (handback.off_io_thread == 0, "%u callbacks ran off the I/O "
+         "thread", handback.off_io_thread);
+  FAILS (stabledif_pwrite (h, b, iv, 0, 0), ENOTCONN,
+         "connection to the device lost");
+  printf ("drive-lost: %u writes failed with ENOTCONN on the I/O thread\n",
+          DRIVE_REQUESTS);
+  stabledif_close (h);          /* must not hang */
+  h = NULL;
+  free (b);
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -452,7 +631,7 @@ main (int argc, char *argv[])
     OK (stabledif_set_connections (h, 2));
   if (strcmp (mode, "flood") == 0)
     OK (stabledif_set_policy (h, STABLEDIF_POLICY_WAIT_SENT));
-  if (strcmp (mode, "batch") == 0)
+  if (strcmp (mode, "batch") == 0 || strncmp (mode, "drive", 5) == 0)
     atomic_store (&hook_mode, HOOK_PARK);
   OK (stabledif_connect_uri (h, argv[1]));
   iv = (uint32_t) stabledif_get_interval (h);
@@ -470,6 +649,10 @@ main (int argc, char *argv[])
     batch ();
   else if (strcmp (mode, "counters") == 0)
     counters ();
+  else if (strcmp (mode, "drive") == 0)
+    drive ();
+  else if (strcmp (mode, "drive-lost") == 0)
+    drive_lost ();
   else {
     fprintf (stderr, "%s: unknown mode %s\n", progname, mode);
     return EXIT_FAILURE;

@@ -38,6 +38,7 @@ stabledif_create (void)
     c->wake[0] = c->wake[1] = -1;
     pthread_mutex_init (&c->lock, NULL);
     pthread_cond_init (&c->cond, NULL);
+    pthread_cond_init (&c->drive_done, NULL);
     pinset_init (&c->pins);
   }
   return h;
@@ -67,6 +68,7 @@ stabledif_close (struct stabledif_handle *h)
       close (c->wake[1]);
     io_buf_cache_free (c);
     pthread_cond_destroy (&c->cond);
+    pthread_cond_destroy (&c->drive_done);
     pthread_mutex_destroy (&c->lock);
   }
   free (h->profile_line);

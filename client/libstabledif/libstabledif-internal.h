@@ -3,10 +3,14 @@
  *
  * Threads: any number of caller threads submit requests and wait.  A
  * connected handle has one or more connections (struct io_conn), each
- * with one I/O thread that owns its libnbd handle (it alone calls
- * nbd_aio_* on it after connect), copies write data out to extended
- * blocks, and runs the completion and forensics callbacks of the
- * requests on its connection.
+ * with one I/O thread that drives its libnbd handle (polls it, reads the
+ * replies), copies write data out to extended blocks, and runs the
+ * completion and forensics callbacks of the requests on its connection.
+ * While that thread sleeps in its poll with nothing to do, a caller's
+ * thread that submits issues its request itself ("drives": copy-out and
+ * send, io_drive), so that a request costs no wake-up of the I/O thread;
+ * the I/O thread touches neither libnbd nor a request until the driver
+ * is done, so at any time one thread alone issues on a connection.
  *
  * Locks: what one request touches from submit to completion belongs to
  * its connection, marked "clock" and protected by c->lock (the queue,
@@ -338,7 +342,8 @@ struct request {
 
   /* Completion. */
   unsigned refs;                /* NBD commands outstanding + 1 while
-                                   being issued (I/O thread only) */
+                                   being issued (the thread that issues
+                                   or completes it: one at a time) */
   int error;                    /* 0 or errno of the first failure */
   char *msg;                    /* message of the failure, or NULL */
   stabledif_completion_callback cb; /* caller's callback, or NULL */
@@ -370,6 +375,24 @@ struct io_conn {
   bool wake_pending;            /* a wake-up was sent that the I/O thread
                                    has not yet acted on: it will look at
                                    the queue again without another
+                                   (clock) */
+  bool idle;                    /* the I/O thread found nothing to issue
+                                   and is in (or entering) a poll that
+                                   waits: a submit must wake it or drive
+                                   (clock) */
+  bool driving;                 /* a caller's thread is issuing on this
+                                   connection (io_drive; clock) */
+  bool drove;                   /* a caller issued during the I/O
+                                   thread's last poll, so what libnbd
+                                   wanted then may have changed (clock) */
+  _Atomic unsigned poll_dir;    /* LIBNBD_AIO_DIRECTION_* the I/O thread
+                                   polls the socket for while IDLE, 0
+                                   until it has asked libnbd (atomic) */
+  pthread_cond_t drive_done;    /* broadcast when DRIVING becomes false */
+  struct request *handoff;      /* requests whose last reference a
+                                   driver dropped (a command libnbd
+                                   refused): the I/O thread completes
+                                   them, so that callbacks run there
                                    (clock) */
   struct request *queue_head;   /* submitted, not yet issued (clock) */
   struct request *queue_tail;   /* (clock) */
@@ -554,7 +577,8 @@ void pireq_apply (struct request *r, const struct stabledif_pi *pi);
 
 /* ---- write path (libstabledif-write.c) ----------------------------- */
 
-/* I/O thread: copy R out to extended blocks and issue its commands. */
+/* I/O thread or a driver (io_drive): copy R out to extended blocks and
+ * issue its commands. */
 void write_issue (struct request *r);
 
 /* I/O thread: R's last command completed; build the error message and
@@ -564,7 +588,7 @@ void write_complete (struct request *r);
 
 /* ---- read path (libstabledif-read.c) ------------------------------- */
 
-/* I/O thread: issue R's commands. */
+/* I/O thread or a driver (io_drive): issue R's commands. */
 void read_issue (struct request *r);
 
 /* nbd_chunk_callback of R's read commands (USER_DATA is R): add the
@@ -580,12 +604,14 @@ void read_complete (struct request *r);
 
 /* ---- shared by the paths (libstabledif-io.c) ----------------------- */
 
-/* Drop one reference of R (I/O thread); at zero, complete it: call the
+/* Drop one reference of R (I/O thread, or a driver: then the I/O thread
+ * completes it); at zero, complete it: call the
  * path's completion, then the caller's callback or wake the waiter. */
 void io_request_put (struct request *r);
 
 /* Issue the NBD commands of R over its wire buffer, in chunks of
- * h->chunk_bytes (I/O thread).  A command libnbd refuses fails R. */
+ * h->chunk_bytes (I/O thread or a driver).  A command libnbd refuses
+ * fails R. */
 void io_issue_chunks (struct request *r);
 
 #endif /* STABLEDIF_INTERNAL_H */

@@ -9,6 +9,12 @@
  * when their last NBD command is answered:
  * path completion, then the caller's callback or the waiting synchronous
  * caller.
+ *
+ * A caller's thread that submits while the I/O thread waits in its poll
+ * with nothing queued issues the request itself (io_drive), as a thread
+ * of libnbd's own callers sends its commands: the request then costs no
+ * wake-up of the I/O thread and no thread switch, and the I/O thread
+ * only wakes when the reply comes.  Completions stay on the I/O thread.
  */
 #include <config.h>
 
@@ -253,6 +259,11 @@ io_request_fail (struct request *r, int errnum, const char *msg)
     r->msg = strdup (msg);
 }
 
+/* The connection the calling thread is driving (io_drive), or NULL. */
+static _Thread_local struct io_conn *io_driver;
+
+static void io_drive (struct io_conn *c, struct request *r);
+
 /* Wake the I/O thread of C (the pipe being full means it is awake
  * anyway). */
 static void
@@ -271,7 +282,7 @@ io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
 {
   struct io_conn *c = r->conn;
   int64_t cookie;
-  bool need_wake;
+  bool need_wake = false, drive = false;
 
   pthread_mutex_lock (&c->lock);
   /* Read under c->lock: the I/O thread decides to stop under it too, so
@@ -302,16 +313,25 @@ io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
     c->queue_head = r;
   c->queue_tail = r;
   c->in_flight++;
-  /* One wake-up until the I/O thread looks at the queue again: while it
-   * is busy, requests submitted meanwhile cost no system call.  A
-   * callback submitting on the connection's own I/O thread needs none:
-   * that thread looks at the queue before it polls again. */
-  need_wake = !c->wake_pending &&
-    !pthread_equal (pthread_self (), c->thread);
-  if (need_wake)
-    c->wake_pending = true;
+  /* While the I/O thread is busy it looks at the queue again before it
+   * polls: requests submitted meanwhile need nothing more.  While it
+   * waits in its poll (IDLE), a request ready now with nothing queued
+   * before it is issued by this thread (io_drive), unless another thread
+   * drives already (which takes it off the queue before it stops);
+   * otherwise one wake-up until the I/O thread looks at the queue. */
+  if (c->idle && !c->driving) {
+    if (c->queue_head == r && delay_us == 0) {
+      c->queue_head = c->queue_tail = NULL;
+      c->driving = c->drove = true;
+      drive = true;
+    }
+    else if (!c->wake_pending)
+      need_wake = c->wake_pending = true;
+  }
   pthread_mutex_unlock (&c->lock);
-  if (need_wake)
+  if (drive)
+    io_drive (c, r);
+  else if (need_wake)
     wake (c);
   return cookie;
 }
@@ -429,8 +449,20 @@ complete (struct request *r)
 void
 io_request_put (struct request *r)
 {
+  struct io_conn *c = r->conn;
+
   if (--r->refs > 0)
     return;
+  /* A driver (a caller's thread) drops the last reference when libnbd
+   * refuses or abandons a command: the I/O thread completes the request,
+   * so that callbacks run there and never inside a submit. */
+  if (io_driver == c) {
+    pthread_mutex_lock (&c->lock);
+    r->next = c->handoff;
+    c->handoff = r;
+    pthread_mutex_unlock (&c->lock);
+    return;
+  }
   complete (r);
 }
 
@@ -617,6 +649,71 @@ issue (struct request *r)
   }
 }
 
+/* The calling thread (a caller's, inside io_submit) drives connection C
+ * (c->driving was set while the I/O thread waited in its poll): issue R
+ * (taken off the queue), then whatever other threads queued meanwhile
+ * and is ready, while the I/O thread still waits and at most
+ * IO_BATCH_MAX.  Then stop driving, and wake the I/O thread if it has
+ * something to do that its poll would not show: requests to complete
+ * (handoff) or still queued, a command libnbd could not send at once
+ * (it wants the socket writable), a connection libnbd found dead. */
+static void
+io_drive (struct io_conn *c, struct request *r)
+{
+  unsigned n = 0;
+  bool want_write, gone, need_wake;   /* want_write: libnbd wants to
+                                         write, the I/O thread's poll
+                                         does not wait for it */
+
+  io_driver = c;
+  while (r != NULL) {
+    struct request *next = r->next;
+
+    if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd)) {
+      /* The I/O thread fails them with the reason of the loss. */
+      struct request *last = r;
+
+      while (last->next)
+        last = last->next;
+      pthread_mutex_lock (&c->lock);
+      last->next = c->queue_head;
+      if (c->queue_head == NULL)
+        c->queue_tail = last;
+      c->queue_head = r;
+      pthread_mutex_unlock (&c->lock);
+      break;
+    }
+    r->next = NULL;
+    issue (r);
+    n++;
+    r = next;
+    if (r == NULL && n < IO_BATCH_MAX) {
+      pthread_mutex_lock (&c->lock);
+      if (c->idle && c->queue_head && c->queue_head->ready_ns <= io_now_ns ())
+        r = take_queued (c, false, io_now_ns ());
+      pthread_mutex_unlock (&c->lock);
+    }
+  }
+  io_driver = NULL;
+  /* Still the only thread on the connection: libnbd's state is ours to
+   * read (and never under c->lock, which its callbacks take). */
+  want_write = (nbd_aio_get_direction (c->nbd) &
+                ~atomic_load (&c->poll_dir) &
+                LIBNBD_AIO_DIRECTION_WRITE) != 0;
+  gone = nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd);
+
+  pthread_mutex_lock (&c->lock);
+  c->driving = false;
+  pthread_cond_broadcast (&c->drive_done);
+  need_wake = c->idle && !c->wake_pending &&
+    (c->handoff || c->queue_head || want_write || gone);
+  if (need_wake)
+    c->wake_pending = true;
+  pthread_mutex_unlock (&c->lock);
+  if (need_wake)
+    wake (c);
+}
+
 /* Connection C was declared lost (connection_lost) for a reason libnbd
  * has not seen itself: a failed poll, or a socket that is no longer
  * open.  Make libnbd fail the commands it holds (ENOTCONN, through their
@@ -747,18 +844,21 @@ io_thread (void *arg)
   bool lost = false;            /* this connection died */
 
   for (;;) {
-    struct request *ready, *r;
+    struct request *ready, *r, *done;
     struct timespec ts, *timeout = NULL;
     struct pollfd fds[2];
     nfds_t nfds = 1;
-    bool stop, dead, more;
+    bool stop, dead, more, idle;
     uint64_t now;
     unsigned dir;
+    int pr;
 
     pthread_mutex_lock (&c->lock);
     /* Anything submitted from here on needs a new wake-up; anything
      * submitted before is taken off the queue now. */
     c->wake_pending = false;
+    done = c->handoff;
+    c->handoff = NULL;
     now = io_now_ns ();
     dead = atomic_load (&h->dead);
     ready = take_queued (c, dead, now);
@@ -770,10 +870,29 @@ io_thread (void *arg)
       timeout = &ts;
     }
     stop = atomic_load (&h->closing) && c->in_flight == 0;
+    /* Nothing to do: the poll below waits, and a submit from another
+     * thread drives or wakes this one (io_submit). */
+    idle = c->idle = !stop && ready == NULL && done == NULL;
+    atomic_store (&c->poll_dir, 0);
     pthread_mutex_unlock (&c->lock);
 
     if (stop)
       break;
+    if (done) {
+      /* Requests a driver could not issue or libnbd abandoned while it
+       * drove: complete them here, and see whether libnbd found the
+       * connection dead then. */
+      while (done) {
+        r = done->next;
+        done->next = NULL;
+        complete (done);
+        done = r;
+      }
+      check_alive (c, nbd_get_error () ? nbd_get_error ()
+                   : "the server closed the connection");
+      if (ready == NULL)
+        continue;
+    }
     if (ready) {
       if (dead)
         fail_unissued (h, ready);
@@ -814,6 +933,7 @@ io_thread (void *arg)
     fds[0].revents = 0;
     lost = lost || nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd);
     dir = lost ? 0 : nbd_aio_get_direction (c->nbd);
+    atomic_store (&c->poll_dir, dir);
     if (dir != 0) {
       fds[1].fd = nbd_aio_get_fd (c->nbd);
       fds[1].events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
@@ -823,7 +943,35 @@ io_thread (void *arg)
         nfds = 2;
     }
 
-    if (h->poll (fds, nfds, timeout, NULL) == -1) {
+    pr = h->poll (fds, nfds, timeout, NULL);
+    if (idle) {
+      int e = errno;
+      bool drove;
+
+      /* A caller that drives (io_drive) has the connection until it is
+       * done; what libnbd wanted when the poll began may have changed. */
+      pthread_mutex_lock (&c->lock);
+      c->idle = false;
+      while (c->driving)
+        pthread_cond_wait (&c->drive_done, &c->lock);
+      drove = c->drove;
+      c->drove = false;
+      pthread_mutex_unlock (&c->lock);
+      errno = e;
+      if (drove && pr >= 0 && nfds == 2 && !lost) {
+        if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd)) {
+          check_alive (c, nbd_get_error () ? nbd_get_error ()
+                       : "the server closed the connection");
+          continue;
+        }
+        dir = nbd_aio_get_direction (c->nbd);
+        if (!(dir & LIBNBD_AIO_DIRECTION_READ))
+          fds[1].revents &= ~POLLIN;
+        if (!(dir & LIBNBD_AIO_DIRECTION_WRITE))
+          fds[1].revents &= ~POLLOUT;
+      }
+    }
+    if (pr == -1) {
       if (errno != EINTR) {
         poll_failed (c, errno);
         lost = true;

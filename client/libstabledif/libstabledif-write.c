@@ -5,7 +5,8 @@
  * the kernel's integrity layer; under snapshot copy the data in the same
  * pass straight into extended blocks (the bounce buffer is the wire
  * buffer); with forensics keep a copy of what was checksummed; queue.
- * Copy-out (I/O thread, after the race delay): join data and tuples into
+ * Copy-out (I/O thread after the race delay, or the submitting thread
+ * itself when the I/O thread is idle: io_drive): join data and tuples into
  * extended blocks -- under policy none and with forensics recomputing
  * each guard in the same pass and noting blocks whose data changed;
  * send.  Completion: a rejected write that was not checked at copy-out
