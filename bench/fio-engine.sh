@@ -10,7 +10,7 @@
 # tables, queue depth 32 and one connection everywhere:
 #
 #  1. checked: the engine on the dif view against libstabledif driven
-#     directly by bench-dif-view (--submit thread: one thread keeps 32
+#     directly by bench-dif-view (--submit caller: one thread keeps 32
 #     requests in flight, as fio's thread does through the engine), same
 #     requests (sequential 4 KiB and 128 KiB writes and reads over SPAN),
 #     same PI work.  Target: the median of a job's round ratios >= 0.95
@@ -98,7 +98,7 @@ nbd () {
 library () {
   local only=$1 size
   size=$(numfmt --from=iec "${2^^}")
-  "$HELPER" --side libstabledif --submit thread --policy "$POLICY" \
+  "$HELPER" --side libstabledif --submit caller --policy "$POLICY" \
     --connections 1 --depth 32 --span "$SPAN" --rounds 1 \
     --round-ms "$((RUNTIME * 1000))" --size "$size" --only "$only" \
     "$DIF_URI" "$DATA_URI" > "$TMP/lib.out"
@@ -173,7 +173,7 @@ table () {
 
 echo
 echo "the fio engine against libstabledif driven directly (bench-dif-view"
-echo "--submit thread), dif view, $FORMAT interval $INTERVAL, policy $POLICY,"
+echo "--submit caller), dif view, $FORMAT interval $INTERVAL, policy $POLICY,"
 echo "iodepth 32, $ROUNDS rounds of ${RUNTIME}s, medians (the ratio: the median"
 echo "of the rounds' ratios, with the lowest and the highest):"
 printf '%-14s %14s %14s %8s %15s %8s\n' job engine libstabledif ratio \

@@ -110,11 +110,13 @@ grep -q '^queue depth 4 per side (1-2 per connection)' "$out" ||
 # --server-pids: a third table, each server's CPU per MB, with every
 # row; a quotient where both figures are above zero (CPU time comes in
 # clock ticks: a 30 ms round may use none), n/a otherwise.
-# (nbdkit runs --run in a child of a fork: the PIDs come from -P.)
+# (nbdkit runs --run in a child of a fork: the PIDs come from -P, which
+# a loaded machine may write only after --run has started: wait for
+# them, 10 s at most.)
 export BENCH_ARGS="--rounds 2 --round-ms 200 --only write --size 131072"
 export PIDS="$tmpdir/sd.pid" PIDM="$tmpdir/mem.pid"
 run_nbdkit -U - -P "$PIDS" --exit-with-parent "$PLUGIN" size=8M ctl=none \
-  --run 'SD_URI=$uri timeout 120 "$NBDKIT" -U - -P "$PIDM" memory size=8M --run '\''"$HELPER" --span 2M --server-pids "$(cat "$PIDS"),$(cat "$PIDM")" $BENCH_ARGS "$SD_URI" "$uri"'\' \
+  --run 'SD_URI=$uri timeout 120 "$NBDKIT" -U - -P "$PIDM" memory size=8M --run '\''for i in $(seq 100); do [ -s "$PIDS" ] && [ -s "$PIDM" ] && break; sleep 0.1; done; "$HELPER" --span 2M --server-pids "$(cat "$PIDS"),$(cat "$PIDM")" $BENCH_ARGS "$SD_URI" "$uri"'\' \
   > "$out" 2>&1 || { cat "$out"; fail "bench-dif-view --server-pids"; }
 python3 "$tmpdir/check_rounds.py" "$out" 2 "write 128 KiB" ||
   { cat "$out"; fail "bench-dif-view --rounds 2: the row or its rounds"; }
