@@ -384,6 +384,45 @@ START_TEST (test_caller_unchecked)
 }
 END_TEST
 
+/* Under snapshot the caller's tuple buffer is the caller's again when
+ * the call returns: freed at once, the write still goes, and its
+ * rejection (an app tag the device does not take) is explained from the
+ * snapshot. */
+START_TEST (test_snapshot_tuples_reused)
+{
+  const uint64_t lba = 260, nb = 4;
+  uint8_t *data, *ext, *tuples, *good;
+  struct stabledif_pi pi = {
+    .flags = STABLEDIF_PI_CALLER | STABLEDIF_PI_CHECK_GUARD,
+  };
+  struct done d = { .ran = false };
+
+  if (ts == 0 || !dev.check_app)
+    return;
+  data = xmalloc (nb * iv);
+  ext = xmalloc (nb * es);
+  good = good_state (lba, nb, 95);
+  OK (stabledif_set_policy (h, STABLEDIF_POLICY_SNAPSHOT));
+  OK (stabledif_set_race_delay_us (h, 100000));
+  fill_pattern (data, nb * iv, 96);
+  make_ext (ext, data, nb, lba, app);
+  spoil (ext + 2 * es + iv, PI_CHECK_APP);
+  tuples = xmalloc (nb * ts);
+  split (ext, nb, data, tuples);
+  pi.tuples = tuples;
+  OK (stabledif_aio_pwrite_pi (h, data, nb * iv, lba * iv, &pi, 0, on_done,
+                               &d));
+  memset (tuples, 0, nb * ts);
+  free (tuples);
+  memset (data, 0, nb * iv);
+  OK (stabledif_wait_all (h));
+  CHECK (d.error == EIO, "error %d: %s", d.error, d.msg);
+  expect_names (d.msg, lba + 2, PI_CHECK_APP);
+  expect_ext (good, lba, nb, "snapshot, rejected");
+  free (data); free (ext); free (good);
+}
+END_TEST
+
 /* ---- interleaved reads ---- */
 
 START_TEST (test_read_in_place)
@@ -661,6 +700,7 @@ main (int argc, char **argv)
   tcase_add_test (tc, test_generated);
   tcase_add_test (tc, test_caller_checked);
   tcase_add_test (tc, test_caller_unchecked);
+  tcase_add_test (tc, test_snapshot_tuples_reused);
   tcase_add_test (tc, test_read_in_place);
   tcase_add_test (tc, test_policies);
   tcase_add_test (tc, test_bad_description);

@@ -155,6 +155,9 @@ prepare_separate (struct request *r, const uint8_t *buf,
   }
 
   if (snap_ext) {
+    /* The caller may reuse its tuple buffer once the call returns: the
+     * tuples are in the snapshot from here on. */
+    r->join_tuples = NULL;
     if (r->caller_pi)
       pi_join_ext (p, buf, caller, r->ext, r->nblocks);
     else
