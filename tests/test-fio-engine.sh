@@ -115,6 +115,17 @@ for bad in "policy=bogus:policy" "pi_chk=GUARD,CRC:pi_chk" \
 done
 echo "ok: bad options"
 
+# JSON output stays JSON: the counters go to standard error then.
+out=$tmpdir/out-json
+serve size=1M ctl=none -- bash "$tmpdir/fio.sh" '$uri' "$out" --name=j \
+  --rw=write --bs=4k --size=64k --thread --output-format=json \
+  --output="$tmpdir/j.json" || { cat "$out"; fail "json: fio failed"; }
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmpdir/j.json" ||
+  { cat "$tmpdir/j.json"; fail "json: fio's output is not JSON"; }
+[ "$(counter "$out" j writes)" = 16 ] ||
+  { cat "$out"; fail "json: no counters line on standard error"; }
+echo "ok: --output-format=json"
+
 # 4. App tags, on a device that checks 0x12xx (app-tag=0x1234/0xff00).
 # rejected OUT JOB: the engine's rejections of JOB in OUT, checked
 # against the device's counter (OUT.ctl); prints them.

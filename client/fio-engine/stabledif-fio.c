@@ -747,28 +747,35 @@ sdf_event (struct thread_data *td, int event)
 }
 
 /* Print the handle's counters: one line, "name=value" pairs named as in
- * struct stabledif_stats. */
+ * struct stabledif_stats; with fio's normal output among it, otherwise
+ * (json, terse: output a program parses) on standard error. */
 static void
 sdf_print_stats (struct thread_data *td, struct sdf_job *job)
 {
   struct stabledif_stats st;
   int policy = stabledif_get_effective_policy (job->h);
+  char line[512];
 
   if (stabledif_get_stats (job->h, &st, sizeof st) == -1) {
     log_err ("stabledif-fio: %s: %s\n", td->o.name, stabledif_get_error ());
     return;
   }
-  log_info ("stabledif-fio: %s: policy=%s writes=%" PRIu64
+  snprintf (line, sizeof line, "stabledif-fio: %s: policy=%s writes=%" PRIu64
             " rejected_writes=%" PRIu64 " write_errors=%" PRIu64
             " reads=%" PRIu64 " read_pi_errors=%" PRIu64
             " read_errors=%" PRIu64 " flushes=%" PRIu64
             " wait_calls=%" PRIu64 " waits=%" PRIu64 " wait_ns=%" PRIu64
-            " snapshots=%" PRIu64 " mismatches=%" PRIu64 "\n",
+            " snapshots=%" PRIu64 " mismatches=%" PRIu64,
             td->o.name,
             policy >= 0 ? stabledif_policy_name (policy) : "?",
             st.writes, st.rejected_writes, st.write_errors, st.reads,
             st.read_pi_errors, st.read_errors, st.flushes, st.wait_calls,
             st.waits, st.wait_ns, st.snapshots, st.mismatches);
+  /* fio's log_err would copy it into an --output file too. */
+  if (output_format & FIO_OUTPUT_NORMAL)
+    log_info ("%s\n", line);
+  else
+    fprintf (stderr, "%s\n", line);
 }
 
 /* fio cleanup hook: wait for what is in flight, print the counters,
