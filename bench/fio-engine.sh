@@ -82,9 +82,15 @@ fio_bw () {
   "$FIO" --name=job --iodepth=32 --size="$SPAN" --gtod_reduce=1 --thread \
     --output-format=json \
     --output="$TMP/fio.json" "$@" >/dev/null
+  # (fio's nbd engine logs "fio: connected to NBD server" into the
+  # JSON file when run with --thread: start at the first "{" line.)
   python3 -c '
-import json, sys
-j = json.load(open(sys.argv[1]))["jobs"][0]
+import json, re, sys
+text = open(sys.argv[1]).read()
+start = re.search(r"^\{", text, re.M)
+if not start:
+    sys.exit("fio: no JSON output")
+j = json.JSONDecoder().raw_decode(text[start.start():])[0]["jobs"][0]
 if j["error"]:
     sys.exit("fio: job error %d" % j["error"])
 print(int(j["read"]["bw_bytes"] + j["write"]["bw_bytes"]))' "$TMP/fio.json"
