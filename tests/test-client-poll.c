@@ -187,9 +187,20 @@ basic (const char *uri)
   fill_pattern (w, (size_t) REQUESTS * iv, 21);
   memset (rd, 0, (size_t) REQUESTS * iv);
   atomic_store (&hook_armed, true);
-  /* A write from this thread lets the I/O thread round its loop into
-   * the parking poll. */
-  OK (stabledif_pwrite (h, w, iv, 0, 0));
+  /* A write lets the I/O thread round its loop into the parking poll
+   * (its reply wakes it, whoever reads it).  Polled for: if the I/O
+   * thread parks before the reply comes, this thread reads it. */
+  {
+    struct done d = { .ran = false };
+    time_t end = time (NULL) + WAIT_SECONDS;
+
+    OK (stabledif_aio_pwrite (h, w, iv, 0, 0, on_done, &d));
+    while (!atomic_load (&d.ran)) {
+      CHECK (time (NULL) < end, "the first write did not complete");
+      OK (stabledif_poll (h, 1000));
+    }
+    CHECK (d.error == 0, "the first write failed: %s", d.msg);
+  }
   sem_wait_bounded (&hook_parked, "the I/O thread parked");
   atomic_store (&try_from_callback, true);
   for (i = 0; i < REQUESTS; i++)

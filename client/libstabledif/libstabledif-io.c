@@ -1402,6 +1402,11 @@ stabledif_poll (struct stabledif_handle *h, int timeout_ms)
       ret = -1;
       break;
     }
+    /* Nothing left to wait for: a completion that came just before the
+     * call (whose callback the caller may not have looked at yet) must
+     * not make it wait for one that never comes. */
+    if (stabledif_get_in_flight (h) == 0)
+      break;
     now = io_now_ns ();
     if (!first && now >= deadline)
       break;                    /* timed out: 0 */
