@@ -1010,10 +1010,10 @@ io_thread (void *arg)
       pthread_mutex_lock (&c->lock);
       c->idle = false;
       /* A poller may hold the connection for as long as its caller
-       * waits; a request whose race delay ran out needs it now.  Every
-       * other reason to wake (the socket, the pipe) wakes the poller
-       * too. */
-      if (c->driving && c->poller && pr == 0)
+       * waits; a request whose race delay ran out (this poll's timeout,
+       * or one queued while it woke for another reason) needs it now.
+       * The socket and the pipe wake the poller too. */
+      if (c->driving && c->poller && (pr == 0 || c->queue_head))
         wake (c);
       while (c->driving)
         pthread_cond_wait (&c->drive_done, &c->lock);
