@@ -659,6 +659,9 @@ issue (struct request *r)
   }
 }
 
+static void drive_issue (struct io_conn *c, struct request *r);
+static void drive_release (struct io_conn *c);
+
 /* The calling thread (a caller's, inside io_submit) drives connection C
  * (c->driving was set while the I/O thread waited in its poll): issue R
  * (taken off the queue), then whatever other threads queued meanwhile
@@ -667,9 +670,6 @@ issue (struct request *r)
  * something to do that its poll would not show: requests to complete
  * (handoff) or still queued, a command libnbd could not send at once
  * (it wants the socket writable), a connection libnbd found dead. */
-static void drive_issue (struct io_conn *c, struct request *r);
-static void drive_release (struct io_conn *c);
-
 static void
 io_drive (struct io_conn *c, struct request *r)
 {
