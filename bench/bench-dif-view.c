@@ -20,9 +20,10 @@
  * and the median of the rounds' ratios, and every round's figures
  * follow it.  A caller-thread table follows (unless --no-caller-table):
  * libstabledif driven the way applications usually write it, one thread
- * submitting with the buffers that completions hand back to it through a
- * condition variable, against the same baseline, in the same paired
- * rounds.  A second table gives, for information, the CPU time this
+ * submitting with the buffers that completions hand back to it, waiting
+ * for them on a condition variable its callbacks signal (--caller-wait
+ * poll: in stabledif_poll), against the same baseline, in the same
+ * paired rounds.  A second table gives, for information, the CPU time this
  * process spent per MB moved on each side over all its rounds
  * (getrusage: the library's or libnbd's threads and this program's),
  * steadier than the throughputs on a shared machine; with --server-pids
@@ -103,6 +104,9 @@ struct options {
   bool from_caller;             /* libstabledif: the main table uses the
                                    caller-thread pattern (sd_run_caller) */
   bool no_caller_table;         /* leave out the caller-thread table */
+  bool caller_cond;             /* the caller's thread waits on the
+                                   condition variable, not in
+                                   stabledif_poll */
   long server_pid[2];           /* process IDs of the stabledif server
                                    and the baseline's (0: not measured) */
   bool interleaved;             /* the interleaved table instead (il_table) */
@@ -433,10 +437,14 @@ sd_run_chained (struct side *s, const struct options *o, bool write,
 
 /* ---- libstabledif from a caller's thread, the way an application
  * writes it: one thread keeps DEPTH requests in flight, each completion
- * hands its buffer back to that thread through a condition variable, and
- * the thread submits the next request with it ---- */
+ * hands its buffer back to that thread (a list under a lock), and the
+ * thread submits the next request with it.  The thread waits for a
+ * buffer on a condition variable the completions signal from the I/O
+ * thread, or (--caller-wait poll) in stabledif_poll, which reads
+ * replies on it and runs their completions there ---- */
 
-/* Completion (an I/O thread): hand the slot back. */
+/* Completion (the caller's thread in stabledif_poll, or an I/O thread):
+ * hand the slot back. */
 static void
 caller_done (void *user_data, int error)
 {
@@ -449,6 +457,26 @@ caller_done (void *user_data, int error)
   s->ready[s->nready++] = slot->index;
   pthread_cond_signal (&s->cond);
   pthread_mutex_unlock (&s->lock);
+}
+
+/* Wait (S->lock held) until a completion handed a buffer back: on the
+ * condition variable, or in stabledif_poll (without the lock) with
+ * --caller-wait poll.  -1 if stabledif_poll failed (message printed). */
+static int
+caller_wait (struct side *s, const struct options *o)
+{
+  if (o->caller_cond) {
+    pthread_cond_wait (&s->cond, &s->lock);
+    return 0;
+  }
+  pthread_mutex_unlock (&s->lock);
+  if (stabledif_poll (s->h, -1) == -1) {
+    fprintf (stderr, PROG ": %s\n", stabledif_get_error ());
+    pthread_mutex_lock (&s->lock);
+    return -1;
+  }
+  pthread_mutex_lock (&s->lock);
+  return 0;
 }
 
 /* Like sd_run_window (the same requests in the same order), but each
@@ -476,7 +504,10 @@ sd_run_caller (struct side *s, const struct options *o, bool write,
 
     pthread_mutex_lock (&s->lock);
     while (s->nready == 0)
-      pthread_cond_wait (&s->cond, &s->lock);
+      if (caller_wait (s, o) == -1) {
+        pthread_mutex_unlock (&s->lock);
+        return -1;
+      }
     slot = &s->slots[s->ready[--s->nready]];
     failed = s->failed;
     if (failed)
@@ -512,7 +543,10 @@ sd_run_caller (struct side *s, const struct options *o, bool write,
   /* Every buffer back: nothing in flight. */
   pthread_mutex_lock (&s->lock);
   while (s->nready < o->depth)
-    pthread_cond_wait (&s->cond, &s->lock);
+    if (caller_wait (s, o) == -1) {
+      pthread_mutex_unlock (&s->lock);
+      return -1;
+    }
   if (!failed)
     failed = s->failed;
   pthread_mutex_unlock (&s->lock);
@@ -874,6 +908,10 @@ usage (FILE *fp)
 "                   with buffers handed back by completions (the pattern\n"
 "                   of the caller-thread table)\n"
 "  --no-caller-table  leave out the caller-thread table\n"
+"  --caller-wait poll|cond  how the caller's thread waits for its\n"
+"                   buffers: on a condition variable its callbacks\n"
+"                   signal (default), or in stabledif_poll, reading\n"
+"                   replies itself\n"
 "  --server-pids SD,BASE  the process IDs of the two servers: print\n"
 "                   their CPU time per MB too (from /proc)\n"
 "  --interleaved    instead: interleaved buffers (library PI, the\n"
@@ -905,6 +943,7 @@ parse_options (int argc, char **argv, struct options *o)
     { "server-pids", required_argument, NULL, 'P' },
     { "interleaved", no_argument, NULL, 'I' },
     { "no-caller-table", no_argument, NULL, 'C' },
+    { "caller-wait", required_argument, NULL, 'W' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -923,6 +962,7 @@ parse_options (int argc, char **argv, struct options *o)
   o->from_thread = false;
   o->from_caller = false;
   o->no_caller_table = false;
+  o->caller_cond = true;
   o->server_pid[0] = o->server_pid[1] = 0;
   o->interleaved = false;
   while ((c = getopt_long (argc, argv, "h", longopts, NULL)) != -1) {
@@ -1004,6 +1044,14 @@ parse_options (int argc, char **argv, struct options *o)
     case 'c': o->check = true; break;
     case 'I': o->interleaved = true; break;
     case 'C': o->no_caller_table = true; break;
+    case 'W':
+      if (strcmp (optarg, "poll") == 0) o->caller_cond = false;
+      else if (strcmp (optarg, "cond") == 0) o->caller_cond = true;
+      else {
+        fprintf (stderr, PROG ": --caller-wait poll|cond\n");
+        return -1;
+      }
+      break;
     case 'h': usage (stdout); exit (0);
     default: usage (stderr); return -1;
     }
@@ -1389,9 +1437,11 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
   memset (cost, 0, sizeof cost);
   sd->run = sd_run_caller;
   printf ("\nlibstabledif submitting from one thread of the caller, each "
-          "completion handing\nits buffer back (a condition variable); the "
+          "completion handing\nits buffer back, the thread waiting %s; the "
           "same baseline, paired rounds:\n"
-          "%-18s %14s %14s %8s %8s\n", "", "libstabledif", "baseline",
+          "%-18s %14s %14s %8s %8s\n",
+          o->caller_cond ? "on a condition variable"
+          : "in stabledif_poll", "", "libstabledif", "baseline",
           "ratio", "target");
   for (j = 0; j < sizeof caller_rows / sizeof caller_rows[0]; j++) {
     bool w = caller_rows[j].write;

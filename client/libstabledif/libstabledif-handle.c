@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libstabledif-internal.h"
@@ -16,6 +17,7 @@ stabledif_create (void)
 {
   const size_t align = _Alignof (struct stabledif_handle);
   struct stabledif_handle *h;
+  pthread_condattr_t mono;
   unsigned i;
 
   /* Aligned as its connections are (see struct io_conn); aligned_alloc
@@ -31,16 +33,21 @@ stabledif_create (void)
   h->effective = STABLEDIF_POLICY_AUTO;
   h->want_conns = 1;
   h->poll = ppoll;
+  /* stabledif_poll waits on a connection's COND with a timeout on the
+   * monotonic clock (io_now_ns). */
+  pthread_condattr_init (&mono);
+  pthread_condattr_setclock (&mono, CLOCK_MONOTONIC);
   for (i = 0; i < STABLEDIF_MAX_CONNECTIONS; i++) {
     struct io_conn *c = &h->conns[i];
     c->h = h;
     c->index = i;
     c->wake[0] = c->wake[1] = -1;
     pthread_mutex_init (&c->lock, NULL);
-    pthread_cond_init (&c->cond, NULL);
+    pthread_cond_init (&c->cond, &mono);
     pthread_cond_init (&c->drive_done, NULL);
     pinset_init (&c->pins);
   }
+  pthread_condattr_destroy (&mono);
   return h;
 }
 

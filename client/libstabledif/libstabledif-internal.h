@@ -11,6 +11,12 @@
  * send, io_drive), so that a request costs no wake-up of the I/O thread;
  * the I/O thread touches neither libnbd nor a request until the driver
  * is done, so at any time one thread alone issues on a connection.
+ * A caller's thread in stabledif_poll drives the same way, and more:
+ * it also polls the socket and reads the replies itself, so the
+ * completions it reads (and their callbacks) run on its thread.  It
+ * holds a connection for one poll of the socket at a time, and lets it
+ * go at once when the I/O thread needs it (a race delay that ran out
+ * rings the wake-up pipe, which the poller polls too).
  *
  * Locks: what one request touches from submit to completion belongs to
  * its connection, marked "clock" and protected by c->lock (the queue,
@@ -371,7 +377,10 @@ struct io_conn {
                                    -1 */
   pthread_mutex_t lock;         /* protects the fields marked (clock) */
   pthread_cond_t cond;          /* broadcast when one of its requests is
-                                   copied out or completes */
+                                   copied out or completes, and when a
+                                   poller waits for the connection to
+                                   become idle and it does (its clock is
+                                   CLOCK_MONOTONIC) */
   bool wake_pending;            /* a wake-up was sent that the I/O thread
                                    has not yet acted on: it will look at
                                    the queue again without another
@@ -385,6 +394,18 @@ struct io_conn {
   bool drove;                   /* a caller issued during the I/O
                                    thread's last poll, so what libnbd
                                    wanted then may have changed (clock) */
+  bool poller;                  /* the driver is a stabledif_poll: it
+                                   polls the socket too, and may hold the
+                                   connection until its poll returns
+                                   (clock) */
+  bool polled;                  /* a poller drove during the I/O
+                                   thread's last poll: the socket may have
+                                   been read since (clock) */
+  unsigned pollers_waiting;     /* stabledif_poll callers waiting on COND
+                                   for a completion or for the I/O thread
+                                   to become idle (clock) */
+  uint64_t completed;           /* requests of this connection completed
+                                   so far (clock) */
   _Atomic unsigned poll_dir;    /* LIBNBD_AIO_DIRECTION_* the I/O thread
                                    polls the socket for while IDLE, 0
                                    until it has asked libnbd (atomic) */
@@ -476,7 +497,9 @@ struct stabledif_handle {
  * 0 if connected. */
 int handle_check_connected (struct stabledif_handle *h, const char *fn);
 
-/* Whether the calling thread is one of H's I/O threads (a callback). */
+/* Whether the calling thread runs H's completion callbacks: it is one
+ * of H's I/O threads, or it is inside stabledif_poll of H (where a call
+ * that waits for a request of H would wait for itself). */
 bool io_on_io_thread (struct stabledif_handle *h);
 
 /* The preconditions of every call that submits a request of kind OP

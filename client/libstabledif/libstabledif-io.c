@@ -14,13 +14,17 @@
  * with nothing queued issues the request itself (io_drive), as a thread
  * of libnbd's own callers sends its commands: the request then costs no
  * wake-up of the I/O thread and no thread switch, and the I/O thread
- * only wakes when the reply comes.  Completions stay on the I/O thread.
+ * only wakes when the reply comes.  Completions stay on the I/O thread,
+ * except for a caller's thread in stabledif_poll: it drives an idle
+ * connection and reads the replies itself, so the completions it reads
+ * run on its own thread, as a libnbd caller's nbd_poll does.
  */
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -58,10 +62,14 @@ io_current_conn (struct stabledif_handle *h)
   return NULL;
 }
 
+/* The handle whose stabledif_poll runs on the calling thread (its
+ * completion callbacks may run here), or NULL. */
+static _Thread_local struct stabledif_handle *io_poller;
+
 bool
 io_on_io_thread (struct stabledif_handle *h)
 {
-  return io_current_conn (h) != NULL;
+  return io_poller == h || io_current_conn (h) != NULL;
 }
 
 /* Check a data range of a read or write: aligned to the interval, not
@@ -418,6 +426,7 @@ complete (struct request *r)
     pinset_remove (&c->pins, &r->pin);
     r->done = true;
     c->in_flight--;
+    c->completed++;
     pthread_cond_broadcast (&c->cond);
     pthread_mutex_unlock (&c->lock);
     return;                     /* the waiter frees it */
@@ -440,6 +449,7 @@ complete (struct request *r)
   /* A write under policy wait stays pinned until its callback returned. */
   pinset_remove (&c->pins, &r->pin);
   c->in_flight--;
+  c->completed++;
   io_buf_keep_locked (c, r);
   pthread_cond_broadcast (&c->cond);
   pthread_mutex_unlock (&c->lock);
@@ -649,6 +659,9 @@ issue (struct request *r)
   }
 }
 
+static void drive_issue (struct io_conn *c, struct request *r);
+static void drive_release (struct io_conn *c);
+
 /* The calling thread (a caller's, inside io_submit) drives connection C
  * (c->driving was set while the I/O thread waited in its poll): issue R
  * (taken off the queue), then whatever other threads queued meanwhile
@@ -660,12 +673,20 @@ issue (struct request *r)
 static void
 io_drive (struct io_conn *c, struct request *r)
 {
-  unsigned n = 0;
-  bool want_write, gone, need_wake;   /* want_write: libnbd wants to
-                                         write, the I/O thread's poll
-                                         does not wait for it */
-
   io_driver = c;
+  drive_issue (c, r);
+  io_driver = NULL;
+  drive_release (c);
+}
+
+/* The driver of C issues R (off the queue) and then what is queued and
+ * ready, at most IO_BATCH_MAX in all; once libnbd found the connection
+ * dead, what is left goes back to the queue for the I/O thread. */
+static void
+drive_issue (struct io_conn *c, struct request *r)
+{
+  unsigned n = 0;
+
   while (r != NULL) {
     struct request *next = r->next;
 
@@ -694,7 +715,18 @@ io_drive (struct io_conn *c, struct request *r)
       pthread_mutex_unlock (&c->lock);
     }
   }
-  io_driver = NULL;
+}
+
+/* The driver of C (io_drive, or stabledif_poll) lets it go: wake the I/O
+ * thread if it has something to do that its poll would not show, and
+ * pollers waiting for the connection. */
+static void
+drive_release (struct io_conn *c)
+{
+  bool want_write, gone, need_wake;   /* want_write: libnbd wants to
+                                         write, the I/O thread's poll
+                                         does not wait for it */
+
   /* Still the only thread on the connection: libnbd's state is ours to
    * read (and never under c->lock, which its callbacks take). */
   want_write = (nbd_aio_get_direction (c->nbd) &
@@ -703,8 +735,10 @@ io_drive (struct io_conn *c, struct request *r)
   gone = nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd);
 
   pthread_mutex_lock (&c->lock);
-  c->driving = false;
+  c->driving = c->poller = false;
   pthread_cond_broadcast (&c->drive_done);
+  if (c->pollers_waiting > 0)
+    pthread_cond_broadcast (&c->cond);
   need_wake = c->idle && !c->wake_pending &&
     (c->handoff || c->queue_head || want_write || gone);
   if (need_wake)
@@ -830,6 +864,27 @@ service_socket (struct io_conn *c, unsigned dir, short rev)
     check_alive (c, "the server closed the connection");
 }
 
+/* A poller (stabledif_poll) read C's socket while the I/O thread's poll
+ * waited: what that poll saw may have been read already, and libnbd,
+ * told to read with nothing to read, would leave its ready state and
+ * hold back the commands it is given until a reply comes.  Poll the
+ * socket again, at once, in libnbd's direction DIR: its events now (0
+ * if none, or if that poll failed: the next full poll sees it). */
+static short
+poll_again (struct io_conn *c, unsigned dir)
+{
+  const struct timespec zero = { .tv_sec = 0, .tv_nsec = 0 };
+  struct pollfd p;
+
+  p.fd = nbd_aio_get_fd (c->nbd);
+  p.events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+    ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
+  p.revents = 0;
+  if (p.fd < 0 || c->h->poll (&p, 1, &zero, NULL) <= 0)
+    return 0;
+  return p.revents;
+}
+
 /* The I/O thread of connection ARG: issue requests whose delay has
  * passed, in order; poll the NBD socket (in the direction libnbd wants)
  * and the wake-up pipe, with a timeout until the next request becomes
@@ -873,6 +928,8 @@ io_thread (void *arg)
     /* Nothing to do: the poll below waits, and a submit from another
      * thread drives or wakes this one (io_submit). */
     idle = c->idle = !stop && ready == NULL && done == NULL;
+    if (idle && c->pollers_waiting > 0)
+      pthread_cond_broadcast (&c->cond);  /* a poller may drive now */
     atomic_store (&c->poll_dir, 0);
     pthread_mutex_unlock (&c->lock);
 
@@ -946,16 +1003,23 @@ io_thread (void *arg)
     pr = h->poll (fds, nfds, timeout, NULL);
     if (idle) {
       int e = errno;
-      bool drove;
+      bool drove, polled;
 
       /* A caller that drives (io_drive) has the connection until it is
        * done; what libnbd wanted when the poll began may have changed. */
       pthread_mutex_lock (&c->lock);
       c->idle = false;
+      /* A poller may hold the connection for as long as its caller
+       * waits; a request whose race delay ran out (this poll's timeout,
+       * or one queued while it woke for another reason) needs it now.
+       * The socket and the pipe wake the poller too. */
+      if (c->driving && c->poller && (pr == 0 || c->queue_head))
+        wake (c);
       while (c->driving)
         pthread_cond_wait (&c->drive_done, &c->lock);
       drove = c->drove;
-      c->drove = false;
+      polled = c->polled;
+      c->drove = c->polled = false;
       pthread_mutex_unlock (&c->lock);
       errno = e;
       if (drove && pr >= 0 && nfds == 2 && !lost) {
@@ -969,6 +1033,8 @@ io_thread (void *arg)
           fds[1].revents &= ~POLLIN;
         if (!(dir & LIBNBD_AIO_DIRECTION_WRITE))
           fds[1].revents &= ~POLLOUT;
+        if (polled && fds[1].revents)
+          fds[1].revents = poll_again (c, dir);
       }
     }
     if (pr == -1) {
@@ -1146,4 +1212,230 @@ stabledif_get_in_flight (struct stabledif_handle *h)
     pthread_mutex_unlock (&h->conns[i].lock);
   }
   return n;
+}
+
+/* ---- stabledif_poll ------------------------------------------------- */
+
+/* How long a poller waits on the connections it holds before it looks
+ * at those it does not (their I/O threads complete their requests). */
+#define IO_POLL_SLICE_NS 1000000u
+
+/* Take up to STABLEDIF_MAX_CONNECTIONS connections of H whose I/O
+ * threads are idle and which nobody drives into HELD: the calling thread
+ * drives them (as a poller) until poll_held lets them go.  Returns how
+ * many. */
+static unsigned
+poll_take (struct stabledif_handle *h, struct io_conn **held)
+{
+  unsigned i, n = 0;
+
+  for (i = 0; i < h->nconns; i++) {
+    struct io_conn *c = &h->conns[i];
+
+    pthread_mutex_lock (&c->lock);
+    if (c->idle && !c->driving) {
+      c->driving = c->drove = c->poller = c->polled = true;
+      held[n++] = c;
+    }
+    pthread_mutex_unlock (&c->lock);
+  }
+  return n;
+}
+
+/* The calling thread holds the N connections HELD (poll_take): wait up
+ * to TIMEOUT (NULL: no limit) for their sockets, in the direction libnbd
+ * wants, and their wake-up pipes; let libnbd read or write what is ready
+ * (the requests it completes are completed here, callbacks and all);
+ * take up a wake-up (a submit queued a request while this drove, the
+ * I/O thread needs its connection, the handle closes or died); issue
+ * what is queued and ready (or fail it, once the handle is dead); let
+ * the connections go.  Returns 0, or -1 with errno set if the poll
+ * failed (nothing else happened then). */
+static int
+poll_held (struct io_conn **held, unsigned n, const struct timespec *timeout)
+{
+  struct pollfd fds[2 * STABLEDIF_MAX_CONNECTIONS];
+  unsigned dirs[STABLEDIF_MAX_CONNECTIONS];
+  unsigned i;
+  int pr, e = 0;
+
+  for (i = 0; i < n; i++) {
+    struct io_conn *c = held[i];
+    struct pollfd *p = &fds[2 * i];
+
+    p[0].fd = c->wake[0];
+    p[0].events = POLLIN;
+    p[0].revents = 0;
+    dirs[i] = nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd)
+      ? 0 : nbd_aio_get_direction (c->nbd);
+    /* poll(2) ignores a negative descriptor. */
+    p[1].fd = dirs[i] ? nbd_aio_get_fd (c->nbd) : -1;
+    p[1].events = ((dirs[i] & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+      ((dirs[i] & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
+    p[1].revents = 0;
+  }
+  pr = ppoll (fds, 2 * n, timeout, NULL);
+  if (pr == -1) {
+    e = errno;
+    if (e == EINTR)
+      e = 0;                    /* the caller looks again */
+    pr = 0;
+  }
+
+  for (i = 0; i < n; i++) {
+    struct io_conn *c = held[i];
+    struct stabledif_handle *h = c->h;
+    struct pollfd *p = &fds[2 * i];
+    struct request *r;
+    bool dead;
+
+    if (pr > 0 && (p[0].revents & POLLIN)) {
+      char buf[64];
+
+      /* As the I/O thread does at the top of its loop: what was queued
+       * before is taken below. */
+      pthread_mutex_lock (&c->lock);
+      c->wake_pending = false;
+      while (read (c->wake[0], buf, sizeof buf) == (ssize_t) sizeof buf)
+        ;
+      pthread_mutex_unlock (&c->lock);
+    }
+    if (pr > 0 && (p[1].revents & POLLNVAL)) {
+      connection_lost (c, "poll: the socket is no longer open");
+      abandon_commands (c, false);
+    }
+    else if (pr > 0 && p[1].revents)
+      service_socket (c, dirs[i], p[1].revents);
+
+    pthread_mutex_lock (&c->lock);
+    dead = atomic_load (&h->dead);
+    r = take_queued (c, dead, io_now_ns ());
+    pthread_mutex_unlock (&c->lock);
+    if (dead)
+      fail_unissued (h, r);
+    else if (r)
+      drive_issue (c, r);
+    drive_release (c);
+  }
+  errno = e;
+  return e ? -1 : 0;
+}
+
+/* Requests of H completed so far: the sum over its connections, each
+ * connection's own count stored in SEEN. */
+static uint64_t
+poll_completed (struct stabledif_handle *h, uint64_t *seen)
+{
+  uint64_t total = 0;
+  unsigned i;
+
+  for (i = 0; i < h->nconns; i++) {
+    pthread_mutex_lock (&h->conns[i].lock);
+    seen[i] = h->conns[i].completed;
+    total += seen[i];
+    pthread_mutex_unlock (&h->conns[i].lock);
+  }
+  return total;
+}
+
+/* Wait on connection C's COND until one of its requests completes after
+ * SEEN, the connection can be driven, or the monotonic time UNTIL_NS
+ * passes. */
+static void
+poll_wait_conn (struct io_conn *c, uint64_t seen, uint64_t until_ns)
+{
+  struct timespec ts = {
+    .tv_sec = until_ns / 1000000000u, .tv_nsec = until_ns % 1000000000u,
+  };
+
+  pthread_mutex_lock (&c->lock);
+  c->pollers_waiting++;
+  while (c->completed == seen && !(c->idle && !c->driving) &&
+         pthread_cond_timedwait (&c->cond, &c->lock, &ts) == 0)
+    ;
+  c->pollers_waiting--;
+  pthread_mutex_unlock (&c->lock);
+}
+
+/* Wait for requests of H to complete, reading replies on this thread
+ * where a connection's I/O thread is idle. */
+int
+stabledif_poll (struct stabledif_handle *h, int timeout_ms)
+{
+  static const char fn[] = "stabledif_poll";
+  struct io_conn *held[STABLEDIF_MAX_CONNECTIONS];
+  uint64_t seen[STABLEDIF_MAX_CONNECTIONS];
+  uint64_t start, done = 0, deadline = UINT64_MAX;
+  unsigned turn = 0;
+  bool first = true;
+  int ret = 0;
+
+  if (handle_check_connected (h, fn) == -1)
+    return -1;
+  if (timeout_ms < -1) {
+    error_set (EINVAL, "%s: timeout_ms %d is negative (-1 waits without a "
+               "limit)", fn, timeout_ms);
+    return -1;
+  }
+  if (io_on_io_thread (h)) {
+    error_set (EDEADLK, "%s: called from a completion callback: it would "
+               "wait for itself", fn);
+    return -1;
+  }
+  if (timeout_ms >= 0)
+    deadline = io_now_ns () + (uint64_t) timeout_ms * 1000000u;
+  start = poll_completed (h, seen);
+  io_poller = h;
+  for (;;) {
+    uint64_t now, until;
+    struct timespec ts, *tsp = NULL;
+    unsigned n;
+
+    done = poll_completed (h, seen) - start;
+    if (done > 0)
+      break;
+    if (atomic_load (&h->dead) && stabledif_get_in_flight (h) == 0) {
+      pthread_mutex_lock (&h->lock);
+      error_set (ENOTCONN, "%s: %s", fn,
+                 h->dead_msg ? h->dead_msg : "connection to the device lost");
+      pthread_mutex_unlock (&h->lock);
+      ret = -1;
+      break;
+    }
+    /* Nothing left to wait for: a completion that came just before the
+     * call (whose callback the caller may not have looked at yet) must
+     * not make it wait for one that never comes. */
+    if (stabledif_get_in_flight (h) == 0)
+      break;
+    now = io_now_ns ();
+    if (!first && now >= deadline)
+      break;                    /* timed out: 0 */
+    first = false;
+    until = deadline;
+    n = poll_take (h, held);
+    /* Requests of the connections not held complete on their I/O
+     * threads: look at them again after a slice. */
+    if (n < h->nconns && h->nconns > 1 &&
+        (until == UINT64_MAX || until - now > IO_POLL_SLICE_NS))
+      until = now + IO_POLL_SLICE_NS;
+    if (n > 0) {
+      if (until != UINT64_MAX) {
+        uint64_t left = until > now ? until - now : 0;
+        ts.tv_sec = left / 1000000000u;
+        ts.tv_nsec = left % 1000000000u;
+        tsp = &ts;
+      }
+      if (poll_held (held, n, tsp) == -1) {
+        error_set (errno, "%s: poll: %s", fn, strerror (errno));
+        ret = -1;
+        break;
+      }
+    }
+    else {
+      unsigned i = turn++ % h->nconns;
+      poll_wait_conn (&h->conns[i], seen[i], until);
+    }
+  }
+  io_poller = NULL;
+  return ret == -1 ? -1 : done > INT_MAX ? INT_MAX : (int) done;
 }

@@ -196,6 +196,22 @@ int64_t stabledif_aio_flush (struct stabledif_handle *h, uint32_t flags,
 int stabledif_wait_all (struct stabledif_handle *h);
 int64_t stabledif_get_in_flight (struct stabledif_handle *h);
 
+/* Wait until at least one request of H completes, or TIMEOUT_MS
+ * milliseconds pass (-1: no limit; 0: only what is ready now); return at
+ * once once nothing of H is in flight.  Where a
+ * connection's I/O thread is idle, the calling thread polls its socket
+ * and reads the replies itself, and the completion callbacks of the
+ * requests it reads run on the calling thread, before this returns;
+ * requests the I/O threads complete meanwhile run their callbacks
+ * there, as without this call.  Any number of threads may poll.
+ * Returns the number of requests of H completed while it waited (on
+ * any thread), 0 if the time ran out first or nothing was in flight,
+ * or -1: EDEADLK when called
+ * from a completion callback of H, ENOTCONN when not connected or the
+ * connection was lost and nothing is left in flight, EINVAL for a
+ * TIMEOUT_MS below -1. */
+int stabledif_poll (struct stabledif_handle *h, int timeout_ms);
+
 /* PI from the caller and interleaved buffers (libstabledif(3), "CALLER
  * PI AND INTERLEAVED BUFFERS").  The _pi calls take, per request, a
  * struct stabledif_pi saying where the tuples are and what the library
