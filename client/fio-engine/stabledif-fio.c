@@ -20,11 +20,13 @@
  * pi_chk= asks.  The library keeps the buffer stable by the handle's
  * policy and verifies the PI of every block read as pi_chk= asks.  queue() collects requests,
  * commit() submits them asynchronously, the library's completion
- * callbacks (on its I/O threads) put them on a per-job ring, and
- * getevents() waits on that ring with a condition variable.
+ * callbacks put them on a per-job ring, and getevents() waits in
+ * stabledif_poll, which reads the replies on fio's thread where it can
+ * (the callbacks then run there) until the ring holds enough.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,8 +76,7 @@ struct sdf_job {
                                    pi_chk=, the app tag and mask */
   struct stabledif_pi write_pi; /* what a write asks (tuples per io_u) */
   pthread_mutex_t lock;         /* guards ring, head, count */
-  pthread_cond_t done;          /* signalled on each completion */
-  bool sync_init;               /* lock and done were initialised */
+  bool sync_init;               /* lock was initialised */
   struct io_u **ring;           /* completed io_us not yet reaped */
   unsigned int cap;             /* slots of ring, pending, events */
   unsigned int head;            /* ring index of the oldest completion */
@@ -492,7 +493,6 @@ sdf_init (struct thread_data *td)
 {
   struct sdf_options *o = td->eo;
   struct sdf_job *job = td->io_ops_data;
-  pthread_condattr_t attr;
 
   job->cap = td->o.iodepth ? td->o.iodepth : 1;
   job->ring = calloc (job->cap, sizeof *job->ring);
@@ -502,11 +502,7 @@ sdf_init (struct thread_data *td)
     td_verror (td, ENOMEM, "calloc");
     return 1;
   }
-  pthread_condattr_init (&attr);
-  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
   pthread_mutex_init (&job->lock, NULL);
-  pthread_cond_init (&job->done, &attr);
-  pthread_condattr_destroy (&attr);
   job->sync_init = true;
 
   job->h = sdf_open (td, job, o->connections);
@@ -550,7 +546,8 @@ sdf_io_u_free (struct thread_data *td, struct io_u *io_u)
 }
 
 /* Put IO_U, finished with ERROR (0 or an errno) and message MSG (NULL
- * if none), on its job's ring and wake getevents.  Any thread. */
+ * if none), on its job's ring (getevents' stabledif_poll sees the
+ * completion itself).  Any thread. */
 static void
 sdf_finish (struct io_u *io_u, int error, const char *msg)
 {
@@ -567,11 +564,11 @@ sdf_finish (struct io_u *io_u, int error, const char *msg)
   /* At most cap io_us are in flight, so the ring never overflows. */
   job->ring[(job->head + job->count) % job->cap] = io_u;
   job->count++;
-  pthread_cond_signal (&job->done);
   pthread_mutex_unlock (&job->lock);
 }
 
-/* libstabledif completion callback (its I/O thread). */
+/* libstabledif completion callback (an I/O thread, or fio's thread in
+ * stabledif_poll). */
 static void
 sdf_complete (void *user_data, int error)
 {
@@ -693,8 +690,27 @@ sdf_commit (struct thread_data *td)
   return 0;
 }
 
+/* Milliseconds from now until DEADLINE (CLOCK_MONOTONIC), rounded up;
+ * 0 once it has passed. */
+static int
+sdf_ms_until (const struct timespec *deadline)
+{
+  struct timespec now;
+  int64_t ns;
+
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  ns = (int64_t) (deadline->tv_sec - now.tv_sec) * 1000000000 +
+    (deadline->tv_nsec - now.tv_nsec);
+  if (ns <= 0)
+    return 0;
+  return ns / 1000000 >= INT_MAX ? INT_MAX : (int) ((ns + 999999) / 1000000);
+}
+
 /* fio getevents hook: wait until MIN requests have completed (or the
- * timeout T, if not NULL, has passed), then take up to MAX of them. */
+ * timeout T, if not NULL, has passed), then take up to MAX of them.  The
+ * wait is stabledif_poll: fio's thread reads the replies itself where
+ * the connection's I/O thread is idle, and their completions land on
+ * the ring from this thread, with no hand-off between threads. */
 static int
 sdf_getevents (struct thread_data *td, unsigned int min, unsigned int max,
                const struct timespec *t)
@@ -714,10 +730,20 @@ sdf_getevents (struct thread_data *td, unsigned int min, unsigned int max,
   }
   pthread_mutex_lock (&job->lock);
   while (job->count < min) {
-    if (t == NULL)
-      pthread_cond_wait (&job->done, &job->lock);
-    else if (pthread_cond_timedwait (&job->done, &job->lock,
-                                     &deadline) == ETIMEDOUT)
+    int ms = t != NULL ? sdf_ms_until (&deadline) : -1;
+    int r;
+
+    if (ms == 0)
+      break;
+    pthread_mutex_unlock (&job->lock);
+    r = stabledif_poll (job->h, ms);
+    if (r == -1)
+      sdf_message (job, "waiting for completions: %s",
+                   stabledif_get_error ());
+    pthread_mutex_lock (&job->lock);
+    /* A failed poll, or nothing left in flight (0 with no timeout): the
+     * ring can grow no more. */
+    if (r == -1 || (r == 0 && t == NULL))
       break;
   }
   n = job->count < max ? job->count : max;
@@ -792,10 +818,8 @@ sdf_cleanup (struct thread_data *td)
     sdf_print_stats (td, job);
     stabledif_close (job->h);
   }
-  if (job->sync_init) {
-    pthread_cond_destroy (&job->done);
+  if (job->sync_init)
     pthread_mutex_destroy (&job->lock);
-  }
   free (job->ring);
   free (job->events);
   free (job->pending);
