@@ -9,6 +9,7 @@
  *   test-client-poll URI stalled
  *   test-client-poll URI mixed
  *   test-client-poll URI lost
+ *   test-client-poll URI lease
  *
  * basic: stabledif_poll on a handle not connected fails with ENOTCONN,
  * a timeout below -1 with EINVAL; with nothing in flight a poll of 0 ms
@@ -30,6 +31,14 @@
  * libnbd while this thread polls: every write fails with ENOTCONN
  * exactly once, the polls return no more than were submitted, then
  * stabledif_poll fails with ENOTCONN; close returns.
+ *
+ * lease: after a poll, the reply of a write nobody polls for waits for
+ * the next poller while the lease runs (made an hour long here: 200 ms
+ * later the write has not completed); stabledif_wait_all, a synchronous
+ * write and stabledif_wait_stable under policy wait each end the lease
+ * and return (an alarm fails the test otherwise), the write completed
+ * on the I/O thread; with a 2 s lease, a write nobody polls for
+ * completes on the I/O thread once it runs out.
  */
 #include <config.h>
 
@@ -37,6 +46,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -63,13 +73,19 @@ static _Thread_local bool test_thread;
 static atomic_bool hook_armed;  /* park the I/O thread at its next poll */
 static sem_t hook_parked;       /* posted when the I/O thread is parked */
 static sem_t hook_release;      /* posted by the test to let it go on */
+static sem_t hook_leased;       /* posted when the I/O thread begins a
+                                   poll that leaves the socket to pollers
+                                   (its wake-up pipe alone, a timeout) */
 
 /* The I/O thread's poll: parks once when armed at a poll that waits
- * without a limit (nothing to do), then ppoll. */
+ * without a limit (nothing to do), then ppoll; says when a poll leaves
+ * the socket to pollers. */
 static int
 hook_poll (struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
            const sigset_t *sigmask)
 {
+  if (!test_thread && nfds == 1 && timeout != NULL)
+    sem_post (&hook_leased);
   if (!test_thread && timeout == NULL &&
       atomic_exchange (&hook_armed, false)) {
     sem_post (&hook_parked);
@@ -394,6 +410,131 @@ lost (void)
   free (b);
 }
 
+/* ---- lease ---------------------------------------------------------- */
+
+/* The callback of REC has not run 200 ms after it was submitted. */
+static void
+still_waiting (struct rec *rec, const char *what)
+{
+  const struct timespec pause = { .tv_sec = 0, .tv_nsec = 200000000 };
+
+  nanosleep (&pause, NULL);
+  CHECK (atomic_load (&rec->runs) == 0, "%s: completed while nobody "
+         "polled and the pollers' lease ran", what);
+}
+
+/* REC's callback ran once, without error, on the I/O thread. */
+static void
+done_on_io_thread (struct rec *rec, const char *what)
+{
+  CHECK (atomic_load (&rec->runs) == 1 && rec->error == 0 &&
+         rec->where == ON_IO_THREAD, "%s: ran %u times, error %d, on %s",
+         what, atomic_load (&rec->runs), rec->error,
+         rec->where == ON_POLLER ? "a poller" : "another thread");
+}
+
+/* Make the I/O thread leave its socket to pollers for a lease of
+ * LEN_NS, and see it do so: end any lease (stabledif_wait_all, nothing
+ * in flight: a thread in a leased poll wakes and polls its socket
+ * again), renew it with a poll, and wait for the I/O thread's leased
+ * poll.  An I/O thread that is already asleep in a poll of its socket
+ * stays there (a reply that a poller reads first does not even make its
+ * poll return): a write BLK that nobody polls for wakes it (it reads the
+ * reply itself, REC records it) and it goes round its loop into a
+ * leased poll. */
+static void
+lease_enter (uint64_t len_ns, uint8_t *blk, struct rec *rec)
+{
+  const struct timespec ms = { .tv_sec = 0, .tv_nsec = 1000000 };
+  unsigned tries;
+
+  h->poll_lease_len_ns = len_ns;
+  OK (stabledif_wait_all (h));
+  while (sem_trywait (&hook_leased) == 0)
+    ;
+  for (tries = 0; ; tries++) {
+    struct timespec t;
+    unsigned runs;
+    time_t end;
+    int r;
+
+    CHECK (tries < 10, "the I/O thread did not leave its socket to "
+           "pollers after %u writes (idle %d, leased %d, driving %d, "
+           "wake pending %d, poll_dir %u)", tries, h->conns[0].idle,
+           h->conns[0].leased, h->conns[0].driving,
+           h->conns[0].wake_pending, atomic_load (&h->conns[0].poll_dir));
+    CHECK (stabledif_poll (h, 0) == 0, "poll with nothing in flight");
+    clock_gettime (CLOCK_REALTIME, &t);
+    t.tv_nsec += 100000000;
+    if (t.tv_nsec >= 1000000000) {
+      t.tv_sec++;
+      t.tv_nsec -= 1000000000;
+    }
+    do
+      r = sem_timedwait (&hook_leased, &t);
+    while (r == -1 && errno == EINTR);
+    if (r == 0)
+      break;
+    runs = atomic_load (&rec->runs);
+    OK (stabledif_aio_pwrite (h, blk, iv, 0, 0, on_rec, rec));
+    end = time (NULL) + WAIT_SECONDS;
+    while (atomic_load (&rec->runs) == runs) {
+      CHECK (time (NULL) < end, "a write nobody polled for, with no "
+             "lease, did not complete after %d s", WAIT_SECONDS);
+      nanosleep (&ms, NULL);
+    }
+  }
+}
+
+static void
+lease (void)
+{
+  const struct timespec ms = { .tv_sec = 0, .tv_nsec = 1000000 };
+  const uint64_t hour = (uint64_t) 3600 * 1000000000u;
+  uint8_t *b = xmalloc (4 * iv);
+  time_t end;
+
+  fill_pattern (b, 4 * iv, 25);
+  OK (stabledif_set_policy (h, STABLEDIF_POLICY_WAIT));
+
+  lease_enter (hour, b, &recs[0]);
+  OK (stabledif_aio_pwrite (h, b + iv, iv, iv, 0, on_rec, &recs[1]));
+  still_waiting (&recs[1], "write 1");
+  alarm (WAIT_SECONDS);
+  OK (stabledif_wait_all (h));
+  alarm (0);
+  done_on_io_thread (&recs[1], "write 1 (stabledif_wait_all)");
+
+  lease_enter (hour, b, &recs[2]);
+  alarm (WAIT_SECONDS);
+  OK (stabledif_pwrite (h, b + 2 * iv, iv, 2 * iv, 0));
+  alarm (0);
+
+  lease_enter (hour, b, &recs[3]);
+  OK (stabledif_aio_pwrite (h, b + 3 * iv, iv, 3 * iv, 0, on_rec, &recs[4]));
+  alarm (WAIT_SECONDS);
+  OK (stabledif_wait_stable (h, b + 3 * iv, iv));
+  alarm (0);
+  done_on_io_thread (&recs[4], "write 3 (stabledif_wait_stable)");
+
+  /* A short lease runs out by itself (long enough for the I/O thread to
+   * be seen leaving its socket, under valgrind too). */
+  lease_enter (2000000000u, b, &recs[5]);
+  OK (stabledif_aio_pwrite (h, b, iv, 0, 0, on_rec, &recs[6]));
+  end = time (NULL) + WAIT_SECONDS;
+  while (atomic_load (&recs[6].runs) == 0) {
+    CHECK (time (NULL) < end, "a write nobody polled for did not complete "
+           "after the lease ran out (%d s)", WAIT_SECONDS);
+    nanosleep (&ms, NULL);
+  }
+  done_on_io_thread (&recs[6], "write 0 again (the lease ran out)");
+  OK (stabledif_wait_all (h));
+  printf ("lease: replies waited for a poller while the lease ran; "
+          "wait_all, a synchronous write and wait_stable ended it; a short "
+          "one ran out\n");
+  free (b);
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -402,12 +543,14 @@ main (int argc, char *argv[])
   progname = "test-client-poll";
   test_thread = true;
   if (argc != 3) {
-    fprintf (stderr, "usage: %s URI basic|stalled|mixed|lost\n", argv[0]);
+    fprintf (stderr, "usage: %s URI basic|stalled|mixed|lost|lease\n",
+             argv[0]);
     return 2;
   }
   mode = argv[2];
   CHECK (sem_init (&hook_parked, 0, 0) == 0 &&
-         sem_init (&hook_release, 0, 0) == 0, "sem_init");
+         sem_init (&hook_release, 0, 0) == 0 &&
+         sem_init (&hook_leased, 0, 0) == 0, "sem_init");
   h = stabledif_create ();
   CHECK (h != NULL, "stabledif_create");
   h->poll = hook_poll;          /* before connect: no I/O thread yet */
@@ -424,6 +567,8 @@ main (int argc, char *argv[])
     mixed ();
   else if (strcmp (mode, "lost") == 0)
     lost ();
+  else if (strcmp (mode, "lease") == 0)
+    lease ();
   else {
     fprintf (stderr, "%s: unknown mode %s\n", argv[0], mode);
     return 2;

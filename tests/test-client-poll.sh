@@ -3,13 +3,14 @@
 # stabledif: stabledif_poll, a caller's thread waiting for its completions
 # by reading the replies itself (callbacks on that thread, timeouts with
 # nothing in flight and with writes the server holds, other threads
-# submitting and polling meanwhile, a connection lost while polling).
+# submitting and polling meanwhile, a connection lost while polling, the
+# pollers' lease on the replies and what ends it).
 # See test-client-poll.c.
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 
 F=./test-client-poll
 
-for mode in basic mixed; do
+for mode in basic mixed lease; do
   run_nbdkit -U - --exit-with-parent "$PLUGIN" size=1M ctl=none \
     --run "$(run_cmd "$F \"\$uri\" $mode")" || fail "$mode"
 done

@@ -33,6 +33,7 @@ stabledif_create (void)
   h->effective = STABLEDIF_POLICY_AUTO;
   h->want_conns = 1;
   h->poll = ppoll;
+  h->poll_lease_len_ns = IO_POLL_LEASE_NS;
   /* stabledif_poll waits on a connection's COND with a timeout on the
    * monotonic clock (io_now_ns). */
   pthread_condattr_init (&mono);

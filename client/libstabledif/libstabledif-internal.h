@@ -408,7 +408,12 @@ struct io_conn {
                                    so far (clock) */
   _Atomic unsigned poll_dir;    /* LIBNBD_AIO_DIRECTION_* the I/O thread
                                    polls the socket for while IDLE, 0
-                                   until it has asked libnbd (atomic) */
+                                   until it has asked libnbd, or while it
+                                   leaves the socket to pollers (atomic) */
+  bool leased;                  /* the I/O thread is in a poll that leaves
+                                   the replies to pollers (the handle's
+                                   poll lease): io_lease_end wakes it
+                                   (clock) */
   pthread_cond_t drive_done;    /* broadcast when DRIVING becomes false */
   struct request *handoff;      /* requests whose last reference a
                                    driver dropped (a command libnbd
@@ -445,6 +450,10 @@ struct stabledif_handle {
   io_poll_fn poll;              /* ppoll; a unit test may replace it
                                    before connect to make polls fail
                                    (read only by the I/O threads) */
+  uint64_t poll_lease_len_ns;   /* how long each stabledif_poll call
+                                   leaves the replies to pollers
+                                   (IO_POLL_LEASE_NS; a unit test may
+                                   change it; read by pollers only) */
 
   /* Settings (lock for writers; the atomic ones are read without it). */
   enum stabledif_policy policy; /* requested policy */
@@ -480,6 +489,11 @@ struct stabledif_handle {
   /* Requests. */
   _Atomic unsigned next_conn;   /* round-robin: where the next request
                                    from a caller's thread goes (atomic) */
+  _Atomic uint64_t poll_lease_ns; /* until this monotonic time (io_now_ns)
+                                   an idle I/O thread whose libnbd only
+                                   waits for replies leaves them to
+                                   stabledif_poll, which renews it on
+                                   every call; 0: none (atomic) */
   atomic_bool closing;          /* close requested (atomic; see
                                    io_submit) */
   atomic_bool dead;             /* a connection was lost (atomic; set
@@ -501,6 +515,20 @@ int handle_check_connected (struct stabledif_handle *h, const char *fn);
  * of H's I/O threads, or it is inside stabledif_poll of H (where a call
  * that waits for a request of H would wait for itself). */
 bool io_on_io_thread (struct stabledif_handle *h);
+
+/* How long after a stabledif_poll call an idle I/O thread leaves the
+ * replies of its connection to the next poller (poll_lease_ns): longer
+ * than a caller spends between two polls, short enough that a caller
+ * which stops polling with requests in flight sees them completed on the
+ * I/O threads soon after. */
+#define IO_POLL_LEASE_NS 1000000u
+
+/* The calling thread is about to wait for H's requests other than in
+ * stabledif_poll (a synchronous request, stabledif_wait_all,
+ * stabledif_wait_stable): end the pollers' lease and wake the I/O
+ * threads that left their sockets to pollers, so that the replies it
+ * waits for are read without waiting for the lease to run out. */
+void io_lease_end (struct stabledif_handle *h);
 
 /* The preconditions of every call that submits a request of kind OP
  * (stabledif_[aio_]pwrite, _pread, _flush, named FN in messages), in

@@ -17,7 +17,11 @@
  * only wakes when the reply comes.  Completions stay on the I/O thread,
  * except for a caller's thread in stabledif_poll: it drives an idle
  * connection and reads the replies itself, so the completions it reads
- * run on its own thread, as a libnbd caller's nbd_poll does.
+ * run on its own thread, as a libnbd caller's nbd_poll does.  For a
+ * short lease after each stabledif_poll call an idle I/O thread leaves
+ * the replies to the next one (it waits on its wake-up pipe alone), so
+ * that a reply wakes the poller only, not both threads; any other wait
+ * of the library ends the lease (io_lease_end).
  */
 #include <config.h>
 
@@ -285,6 +289,31 @@ wake (struct io_conn *c)
   while (r == -1 && errno == EINTR);
 }
 
+void
+io_lease_end (struct stabledif_handle *h)
+{
+  unsigned i;
+
+  if (atomic_load (&h->poll_lease_ns) == 0)
+    return;
+  atomic_store (&h->poll_lease_ns, 0);
+  /* An I/O thread sets LEASED under its lock after reading the lease:
+   * either it read it before the store above and this sees LEASED, or
+   * it reads 0. */
+  for (i = 0; i < h->nconns; i++) {
+    struct io_conn *c = &h->conns[i];
+    bool need_wake;
+
+    pthread_mutex_lock (&c->lock);
+    need_wake = c->leased && !c->wake_pending;
+    if (need_wake)
+      c->wake_pending = true;
+    pthread_mutex_unlock (&c->lock);
+    if (need_wake)
+      wake (c);
+  }
+}
+
 int64_t
 io_submit (struct stabledif_handle *h, struct request *r, uint32_t delay_us)
 {
@@ -350,6 +379,7 @@ io_wait_sync (struct request *r)
   struct io_conn *c = r->conn;
   int ret = 0;
 
+  io_lease_end (c->h);
   pthread_mutex_lock (&c->lock);
   while (!r->done)
     pthread_cond_wait (&c->cond, &c->lock);
@@ -735,6 +765,11 @@ drive_release (struct io_conn *c)
   gone = nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd);
 
   pthread_mutex_lock (&c->lock);
+  /* An I/O thread that leaves its socket to pollers leaves them the rest
+   * of a send too: the next poll finishes it (or the I/O thread, once
+   * the lease runs out). */
+  if (c->leased)
+    want_write = false;
   c->driving = c->poller = false;
   pthread_cond_broadcast (&c->drive_done);
   if (c->pollers_waiting > 0)
@@ -903,7 +938,7 @@ io_thread (void *arg)
     struct timespec ts, *timeout = NULL;
     struct pollfd fds[2];
     nfds_t nfds = 1;
-    bool stop, dead, more, idle;
+    bool stop, dead, more, idle, leased;
     uint64_t now;
     unsigned dir;
     int pr;
@@ -990,6 +1025,32 @@ io_thread (void *arg)
     fds[0].revents = 0;
     lost = lost || nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd);
     dir = lost ? 0 : nbd_aio_get_direction (c->nbd);
+    /* Nothing to do but libnbd's (replies to read, a command to finish
+     * sending), and a poller's lease running: leave the socket to the
+     * pollers until it runs out (a wake-up ends it). */
+    leased = false;
+    if (idle && dir != 0) {
+      uint64_t lease = atomic_load (&h->poll_lease_ns);
+
+      now = io_now_ns ();
+      if (lease > now) {
+        pthread_mutex_lock (&c->lock);
+        lease = atomic_load (&h->poll_lease_ns);
+        c->leased = leased = lease > now && !c->wake_pending;
+        pthread_mutex_unlock (&c->lock);
+      }
+      if (leased) {
+        uint64_t left = lease - now;
+
+        if (timeout == NULL || (uint64_t) timeout->tv_sec * 1000000000u +
+            (uint64_t) timeout->tv_nsec > left) {
+          ts.tv_sec = left / 1000000000u;
+          ts.tv_nsec = left % 1000000000u;
+          timeout = &ts;
+        }
+        dir = 0;
+      }
+    }
     atomic_store (&c->poll_dir, dir);
     if (dir != 0) {
       fds[1].fd = nbd_aio_get_fd (c->nbd);
@@ -1008,12 +1069,13 @@ io_thread (void *arg)
       /* A caller that drives (io_drive) has the connection until it is
        * done; what libnbd wanted when the poll began may have changed. */
       pthread_mutex_lock (&c->lock);
-      c->idle = false;
+      c->idle = c->leased = false;
       /* A poller may hold the connection for as long as its caller
        * waits; a request whose race delay ran out (this poll's timeout,
        * or one queued while it woke for another reason) needs it now.
-       * The socket and the pipe wake the poller too. */
-      if (c->driving && c->poller && (pr == 0 || c->queue_head))
+       * The socket and the pipe wake the poller too.  (A lease that ran
+       * out needs nothing from the poller.) */
+      if (c->driving && c->poller && c->queue_head)
         wake (c);
       while (c->driving)
         pthread_cond_wait (&c->drive_done, &c->lock);
@@ -1102,6 +1164,9 @@ io_stop (struct stabledif_handle *h)
 {
   unsigned i;
 
+  /* The I/O threads finish what is in flight themselves, no poller's
+   * lease holding them back. */
+  atomic_store (&h->poll_lease_ns, 0);
   atomic_store (&h->closing, true);
   for (i = 0; i < h->nconns; i++)
     if (h->conns[i].running)
@@ -1174,6 +1239,7 @@ stabledif_wait_all (struct stabledif_handle *h)
                "itself", fn);
     return -1;
   }
+  io_lease_end (h);
   /* Each connection in turn: a request that completes on one while this
    * waits for another has left its count already. */
   for (i = 0; i < h->nconns; i++) {
@@ -1386,6 +1452,7 @@ stabledif_poll (struct stabledif_handle *h, int timeout_ms)
     deadline = io_now_ns () + (uint64_t) timeout_ms * 1000000u;
   start = poll_completed (h, seen);
   io_poller = h;
+  atomic_store (&h->poll_lease_ns, io_now_ns () + h->poll_lease_len_ns);
   for (;;) {
     uint64_t now, until;
     struct timespec ts, *tsp = NULL;
@@ -1437,5 +1504,9 @@ stabledif_poll (struct stabledif_handle *h, int timeout_ms)
     }
   }
   io_poller = NULL;
+  /* The caller is expected back soon: replies that come meanwhile wait
+   * for it (at most the lease) rather than wake an I/O thread. */
+  if (ret == 0)
+    atomic_store (&h->poll_lease_ns, io_now_ns () + h->poll_lease_len_ns);
   return ret == -1 ? -1 : done > INT_MAX ? INT_MAX : (int) done;
 }

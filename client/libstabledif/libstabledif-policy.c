@@ -326,6 +326,7 @@ stabledif_wait_stable (struct stabledif_handle *h, const void *addr,
     return -1;
   }
   t0 = io_now_ns ();
+  io_lease_end (h);
   for (i = 0; i < h->nconns; i++) {
     struct io_conn *c = &h->conns[i];
     pthread_mutex_lock (&c->lock);

@@ -203,7 +203,10 @@ int64_t stabledif_get_in_flight (struct stabledif_handle *h);
  * and reads the replies itself, and the completion callbacks of the
  * requests it reads run on the calling thread, before this returns;
  * requests the I/O threads complete meanwhile run their callbacks
- * there, as without this call.  Any number of threads may poll.
+ * there, as without this call.  Any number of threads may poll.  For
+ * 1 ms after each call an idle I/O thread leaves its socket to the next
+ * poll (libstabledif(3)); stabledif_wait_all, the synchronous calls and
+ * stabledif_wait_stable end that lease at once.
  * Returns the number of requests of H completed while it waited (on
  * any thread), 0 if the time ran out first or nothing was in flight,
  * or -1: EDEADLK when called
