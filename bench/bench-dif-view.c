@@ -21,9 +21,9 @@
  * follow it.  A caller-thread table follows (unless --no-caller-table):
  * libstabledif driven the way applications usually write it, one thread
  * submitting with the buffers that completions hand back to it, waiting
- * for them on a condition variable its callbacks signal (--caller-wait
- * poll: in stabledif_poll), against the same baseline, in the same
- * paired rounds.  A second table gives, for information, the CPU time this
+ * for them in stabledif_poll (--caller-wait cond: on a condition
+ * variable its callbacks signal), against the same baseline, in the
+ * same paired rounds.  A second table gives, for information, the CPU time this
  * process spent per MB moved on each side over all its rounds
  * (getrusage: the library's or libnbd's threads and this program's),
  * steadier than the throughputs on a shared machine; with --server-pids
@@ -439,9 +439,9 @@ sd_run_chained (struct side *s, const struct options *o, bool write,
  * writes it: one thread keeps DEPTH requests in flight, each completion
  * hands its buffer back to that thread (a list under a lock), and the
  * thread submits the next request with it.  The thread waits for a
- * buffer on a condition variable the completions signal from the I/O
- * thread, or (--caller-wait poll) in stabledif_poll, which reads
- * replies on it and runs their completions there ---- */
+ * buffer in stabledif_poll, which reads replies on it and runs their
+ * completions there, or (--caller-wait cond) on a condition variable the
+ * completions signal from the I/O thread ---- */
 
 /* Completion (the caller's thread in stabledif_poll, or an I/O thread):
  * hand the slot back. */
@@ -909,9 +909,9 @@ usage (FILE *fp)
 "                   of the caller-thread table)\n"
 "  --no-caller-table  leave out the caller-thread table\n"
 "  --caller-wait poll|cond  how the caller's thread waits for its\n"
-"                   buffers: on a condition variable its callbacks\n"
-"                   signal (default), or in stabledif_poll, reading\n"
-"                   replies itself\n"
+"                   buffers: in stabledif_poll, reading replies itself\n"
+"                   (default), or on a condition variable its callbacks\n"
+"                   signal\n"
 "  --server-pids SD,BASE  the process IDs of the two servers: print\n"
 "                   their CPU time per MB too (from /proc)\n"
 "  --interleaved    instead: interleaved buffers (library PI, the\n"
@@ -962,7 +962,7 @@ parse_options (int argc, char **argv, struct options *o)
   o->from_thread = false;
   o->from_caller = false;
   o->no_caller_table = false;
-  o->caller_cond = true;
+  o->caller_cond = false;
   o->server_pid[0] = o->server_pid[1] = 0;
   o->interleaved = false;
   while ((c = getopt_long (argc, argv, "h", longopts, NULL)) != -1) {
@@ -1407,11 +1407,13 @@ static const struct {
 };
 
 /* The caller-thread table: libstabledif driven by sd_run_caller (one
- * thread of the caller submits; completions hand buffers back through a
- * condition variable) against the same baseline, in paired rounds like
- * the main table, for each of CALLER_ROWS whose size is one of the
- * NSIZES SIZES measured (the span was written with each).  Sets *MISSED
- * when a row is below its target.  0, or -1 if a run failed (printed). */
+ * thread of the caller submits; completions hand buffers back) against
+ * the baseline on one thread too (its first libnbd handle, with the
+ * whole queue depth, whatever --connections says: one thread against
+ * one thread), in paired rounds like the main table, for each of
+ * CALLER_ROWS whose size is one of the NSIZES SIZES measured (the span
+ * was written with each).  Sets *MISSED when a row is below its target.
+ * 0, or -1 if a run failed (printed). */
 static int
 caller_table (struct side *sd, struct side *nb, const struct options *o,
               uint8_t *wbufs, uint8_t *rbufs, const size_t *sizes,
@@ -1419,6 +1421,7 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
 {
   double (*saved) (struct side *, const struct options *, bool, uint8_t *,
                    size_t, double) = sd->run;
+  unsigned saved_nconns = nb->nconns, saved_window = nb->conns[0].window;
   double *rate[2], *scratch;
   /* Client CPU per row and side (printed after the rows, for
    * information, like the main table's). */
@@ -1436,9 +1439,11 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
   }
   memset (cost, 0, sizeof cost);
   sd->run = sd_run_caller;
+  nb->nconns = 1;
+  nb->conns[0].window = o->depth;
   printf ("\nlibstabledif submitting from one thread of the caller, each "
           "completion handing\nits buffer back, the thread waiting %s; the "
-          "same baseline, paired rounds:\n"
+          "baseline on one thread\n(one libnbd handle), paired rounds:\n"
           "%-18s %14s %14s %8s %8s\n",
           o->caller_cond ? "on a condition variable"
           : "in stabledif_poll", "", "libstabledif", "baseline",
@@ -1504,6 +1509,8 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
   ret = 0;
  out:
   sd->run = saved;
+  nb->nconns = saved_nconns;
+  nb->conns[0].window = saved_window;
   free (rate[0]);
   free (rate[1]);
   free (scratch);
