@@ -22,9 +22,10 @@
  * libstabledif driven the way applications usually write it, one thread
  * submitting with the buffers that completions hand back to it, waiting
  * for them in stabledif_poll (--caller-wait cond: on a condition
- * variable its callbacks signal), against the same baseline, in the
- * same paired rounds.  A second table gives, for information, the CPU time this
- * process spent per MB moved on each side over all its rounds
+ * variable its callbacks signal), against libnbd driven from one thread,
+ * one connection per side, in paired rounds.  A second table gives, for
+ * information, the CPU time this process spent per MB moved on each
+ * side over all its rounds
  * (getrusage: the library's or libnbd's threads and this program's),
  * steadier than the throughputs on a shared machine; with --server-pids
  * a third gives each server's CPU time per MB (all its threads, from
@@ -1408,20 +1409,24 @@ static const struct {
 
 /* The caller-thread table: libstabledif driven by sd_run_caller (one
  * thread of the caller submits; completions hand buffers back) against
- * the baseline on one thread too (its first libnbd handle, with the
- * whole queue depth, whatever --connections says: one thread against
- * one thread), in paired rounds like the main table, for each of
+ * the baseline on one thread too, one connection per side whatever
+ * --connections says (a handle of one connection to SD_URI opened for
+ * the table when SD has more; the baseline's first libnbd handle with
+ * the whole queue depth): one thread against one thread, over one
+ * socket each.  Paired rounds like the main table, for each of
  * CALLER_ROWS whose size is one of the NSIZES SIZES measured (the span
  * was written with each).  Sets *MISSED when a row is below its target.
  * 0, or -1 if a run failed (printed). */
 static int
-caller_table (struct side *sd, struct side *nb, const struct options *o,
-              uint8_t *wbufs, uint8_t *rbufs, const size_t *sizes,
-              size_t nsizes, bool *missed)
+caller_table (struct side *sd, const char *sd_uri, struct side *nb,
+              const struct options *o, uint8_t *wbufs, uint8_t *rbufs,
+              const size_t *sizes, size_t nsizes, bool *missed)
 {
   double (*saved) (struct side *, const struct options *, bool, uint8_t *,
                    size_t, double) = sd->run;
   unsigned saved_nconns = nb->nconns, saved_window = nb->conns[0].window;
+  struct side one = { 0 };      /* SD with one connection, if needed */
+  struct side *c = sd;          /* the side the caller's thread drives */
   double *rate[2], *scratch;
   /* Client CPU per row and side (printed after the rows, for
    * information, like the main table's). */
@@ -1438,12 +1443,21 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
     goto out;
   }
   memset (cost, 0, sizeof cost);
-  sd->run = sd_run_caller;
+  if (sd->nconns > 1) {
+    struct options one_conn = *o;
+
+    one_conn.connections = 1;
+    if (connect_sd (&one, sd_uri, &one_conn) == -1)
+      goto out;
+    c = &one;
+  }
+  c->run = sd_run_caller;
   nb->nconns = 1;
   nb->conns[0].window = o->depth;
   printf ("\nlibstabledif submitting from one thread of the caller, each "
-          "completion handing\nits buffer back, the thread waiting %s; the "
-          "baseline on one thread\n(one libnbd handle), paired rounds:\n"
+          "completion handing\nits buffer back, the thread waiting %s; one "
+          "connection per side,\nthe baseline one libnbd thread; paired "
+          "rounds:\n"
           "%-18s %14s %14s %8s %8s\n",
           o->caller_cond ? "on a condition variable"
           : "in stabledif_poll", "", "libstabledif", "baseline",
@@ -1462,15 +1476,15 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
       continue;
     for (r = 0; r < o->rounds; r++) {
       uint8_t *b = w ? wbufs : rbufs;
-      double a = run_counted (sd, o, w, b, size, o->round_secs, 0,
-                              &cost[j][0]), c = -1;
+      double a = run_counted (c, o, w, b, size, o->round_secs, 0,
+                              &cost[j][0]), z = -1;
 
       if (a >= 0)
-        c = run_counted (nb, o, w, b, size, o->round_secs, 0, &cost[j][1]);
-      if (a < 0 || c < 0)
+        z = run_counted (nb, o, w, b, size, o->round_secs, 0, &cost[j][1]);
+      if (a < 0 || z < 0)
         goto out;
       rate[0][r] = a;
-      rate[1][r] = c;
+      rate[1][r] = z;
     }
     figure_of (rate[0], rate[1], o->rounds, scratch, &fig);
     target = none ? TARGET_CALLER_NONE
@@ -1511,6 +1525,10 @@ caller_table (struct side *sd, struct side *nb, const struct options *o,
   sd->run = saved;
   nb->nconns = saved_nconns;
   nb->conns[0].window = saved_window;
+  if (one.h)
+    stabledif_close (one.h);
+  free (one.slots);
+  free (one.ready);
   free (rate[0]);
   free (rate[1]);
   free (scratch);
@@ -1684,7 +1702,8 @@ main (int argc, char **argv)
     }
   }
   if (o.side == -1 && !o.no_caller_table &&
-      caller_table (&sd, &nb, &o, wbufs, rbufs, sizes, nsizes, &missed) == -1)
+      caller_table (&sd, argv[optind], &nb, &o, wbufs, rbufs, sizes, nsizes,
+                    &missed) == -1)
     goto out;
   /* For information: what each side's client costs per byte, over all
    * its timed rounds.  Steadier than the throughputs on a shared machine

@@ -14,7 +14,8 @@
 # I/O thread; the baseline: that many libnbd handles, a thread each).
 # Target: every ratio of that table >= 0.85, but 128 KiB writes >= 0.75
 # (the join of separate data and PI buffers; bench/README.md); in the
-# caller-thread table under it, 128 KiB writes and reads >= 0.85, 4 KiB
+# caller-thread table under it (one thread, one connection per side),
+# 128 KiB writes and reads >= 0.85, 4 KiB
 # writes >= 0.80, every row >= 0.95 with FORMAT=none.  Exit
 # status 1 if one is missed (bench-dif-view --check).  With CONNECTIONS > 1 a table with one
 # connection per side follows, for information only: it is not checked
