@@ -6,7 +6,7 @@
 #
 #   bench/fio-engine.sh [BUILDDIR]
 #
-# One stabledif server (FORMAT, INTERVAL, SIZE) serves both views.  Two
+# One stabledif server (FORMAT, INTERVAL, SIZE) serves both views.  Three
 # tables, queue depth 32 and one connection everywhere:
 #
 #  1. checked: the engine on the dif view against libstabledif driven
@@ -19,6 +19,10 @@
 #     checks the PI) against fio's nbd engine on the data view (the
 #     device makes the PI of what arrives and checks it on read), 4 KiB
 #     random and 128 KiB sequential writes and reads.
+#  3. for information: fio's own cost, fio's nbd engine against libnbd
+#     driven directly (bench-dif-view --side baseline), both on the data
+#     view, the jobs of the first table: the share of the first table's
+#     gap that any fio engine pays.
 #
 # fio runs with --gtod_reduce=1 --thread, as fio is run to measure a
 # fast device: without them fio's own latency bookkeeping (two clock
@@ -105,19 +109,25 @@ nbd () {
   fio_bw --ioengine=nbd --uri="$DATA_URI" --rw="$1" --bs="$2" \
     --runtime="$RUNTIME" --time_based
 }
-# library RW BS: libstabledif alone (bench-dif-view, one round of
-# RUNTIME seconds, only the libstabledif side timed).
-library () {
-  local only=$1 size
-  size=$(numfmt --from=iec "${2^^}")
-  "$HELPER" --side libstabledif --submit caller --policy "$POLICY" \
-    --connections 1 --depth 32 --span "$SPAN" --rounds 1 \
-    --round-ms "$((RUNTIME * 1000))" --size "$size" --only "$only" \
-    "$DIF_URI" "$DATA_URI" > "$TMP/lib.out"
+# helper SIDE RW BS [ARGS...]: one side of bench-dif-view alone (one
+# round of RUNTIME seconds): libstabledif on the dif view, or the
+# baseline, libnbd, on the data view.
+helper () {
+  local side=$1 only=$2 size
+  size=$(numfmt --from=iec "${3^^}")
+  shift 3
+  "$HELPER" --side "$side" "$@" --connections 1 --depth 32 \
+    --span "$SPAN" --rounds 1 --round-ms "$((RUNTIME * 1000))" \
+    --size "$size" --only "$only" "$DIF_URI" "$DATA_URI" > "$TMP/lib.out"
   sed -nE 's/^(write|read) [0-9]+ [KM]iB: ([0-9.]+) MB\/s.*/\2/p' \
     "$TMP/lib.out" | awk '{ printf "%.0f\n", $1 * 1e6 } END { if (NR != 1) exit 1 }' ||
     { cat "$TMP/lib.out" >&2; echo "bench-dif-view: no rate" >&2; exit 2; }
 }
+# library RW BS: libstabledif alone, as fio's thread drives it through
+# the engine (one thread submits, waits in stabledif_poll).
+library () { helper libstabledif "$1" "$2" --submit caller --policy "$POLICY"; }
+# libnbd RW BS: libnbd alone (one thread submits and polls).
+libnbd () { helper baseline "$1" "$2"; }
 
 # round_pair TABLE JOB A-FUNC B-FUNC RW BS ROUND: time A and B (order
 # swapped in even rounds), append to the lists of TABLE:JOB.
@@ -150,6 +160,9 @@ for r in $(seq 1 "$ROUNDS"); do
   done
   for j in $nbd_jobs; do
     round_pair nbd "$j" engine nbd "${j%%:*}" "${j#*:}" "$r"
+  done
+  for j in $lib_jobs; do
+    round_pair fio "$j" nbd libnbd "${j%%:*}" "${j#*:}" "$r"
   done
 done
 
@@ -199,6 +212,13 @@ echo "fio's nbd engine on the data view (device PI), same disk:"
 printf '%-14s %14s %14s %8s %15s %8s\n' job engine nbd ratio \
   lowest-highest target
 table nbd "$nbd_jobs" 0
+
+echo
+echo "for information: what fio itself costs, fio's nbd engine against libnbd"
+echo "driven directly (bench-dif-view --side baseline), both on the data view:"
+printf '%-14s %14s %14s %8s %15s %8s\n' job nbd libnbd ratio \
+  lowest-highest target
+table fio "$lib_jobs" 0
 exit $missed
 EOF
 
