@@ -123,21 +123,6 @@ hook_poll (struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
   return ppoll (fds, nfds, timeout, sigmask);
 }
 
-/* Wait for SEM, failing the test after WAIT_SECONDS. */
-static void
-sem_wait_bounded (sem_t *sem, const char *what)
-{
-  struct timespec t;
-  int r;
-
-  clock_gettime (CLOCK_REALTIME, &t);
-  t.tv_sec += WAIT_SECONDS;
-  do
-    r = sem_timedwait (sem, &t);
-  while (r == -1 && errno == EINTR);
-  CHECK (r == 0, "no %s after %d s", what, WAIT_SECONDS);
-}
-
 /* ---- completions counted ------------------------------------------- */
 
 /* Completions of a group of asynchronous requests. */
@@ -214,7 +199,7 @@ lost (enum hook_mode mode, void (*break_it) (void), const char *why)
   for (i = 0; i < LOST_IN_FLIGHT; i++)
     OK (stabledif_aio_pwrite (h, b, iv, (uint64_t) i * iv, 0, on_tally,
                               &tally));
-  sem_wait_bounded (&hook_parked, "poll with writes in flight");
+  sem_wait_bounded (&hook_parked, "poll with writes in flight", WAIT_SECONDS);
 
   /* These wait for a minute before the I/O thread may take them. */
   OK (stabledif_set_race_delay_us (h, WAIT_SECONDS * 1000000u));
@@ -363,7 +348,7 @@ batch (void)
   fill_pattern (b, iv, 5);
   /* hook_mode was HOOK_PARK from before the connect: the I/O thread
    * parks in the first poll it makes, with nothing to do yet. */
-  sem_wait_bounded (&hook_parked, "the I/O thread's first poll");
+  sem_wait_bounded (&hook_parked, "the I/O thread's first poll", WAIT_SECONDS);
   /* Queued for the I/O thread, not sent by this one (io_drive). */
   OK (stabledif_set_race_delay_us (h, 1));
   for (i = 0; i < BATCH_QUEUED; i++)
@@ -530,7 +515,7 @@ drive (void)
                          (void *) (uintptr_t) (2 * DRIVE_REQUESTS + 1)) == 0,
          "pthread_create");
   /* hook_mode was HOOK_PARK from before the connect. */
-  sem_wait_bounded (&hook_parked, "the I/O thread's first poll");
+  sem_wait_bounded (&hook_parked, "the I/O thread's first poll", WAIT_SECONDS);
   for (i = 0; i < DRIVE_REQUESTS; i++) {
     OK (stabledif_aio_pwrite (h, w + (size_t) i * iv, iv, (uint64_t) i * iv,
                               0, on_handback, NULL));
@@ -580,7 +565,7 @@ drive_lost (void)
   int fd;
 
   fill_pattern (b, iv, 13);
-  sem_wait_bounded (&hook_parked, "the I/O thread's first poll");
+  sem_wait_bounded (&hook_parked, "the I/O thread's first poll", WAIT_SECONDS);
   fd = nbd_aio_get_fd (h->conns[0].nbd);
   CHECK (fd >= 0 && shutdown (fd, SHUT_RDWR) == 0, "shutdown of socket %d",
          fd);

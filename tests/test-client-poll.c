@@ -95,21 +95,6 @@ hook_poll (struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
   return ppoll (fds, nfds, timeout, sigmask);
 }
 
-/* Wait for SEM, failing the test after WAIT_SECONDS. */
-static void
-sem_wait_bounded (sem_t *sem, const char *what)
-{
-  struct timespec t;
-  int r;
-
-  clock_gettime (CLOCK_REALTIME, &t);
-  t.tv_sec += WAIT_SECONDS;
-  do
-    r = sem_timedwait (sem, &t);
-  while (r == -1 && errno == EINTR);
-  CHECK (r == 0, "no %s after %d s", what, WAIT_SECONDS);
-}
-
 /* ---- completions recorded ------------------------------------------- */
 
 /* Which thread ran a callback. */
@@ -217,7 +202,7 @@ basic (const char *uri)
     }
     CHECK (d.error == 0, "the first write failed: %s", d.msg);
   }
-  sem_wait_bounded (&hook_parked, "the I/O thread parked");
+  sem_wait_bounded (&hook_parked, "the I/O thread parked", WAIT_SECONDS);
   atomic_store (&try_from_callback, true);
   for (i = 0; i < REQUESTS; i++)
     OK (stabledif_aio_pwrite (h, w + (size_t) i * iv, iv, (uint64_t) i * iv,
@@ -453,10 +438,8 @@ lease_enter (uint64_t len_ns, uint8_t *blk, struct rec *rec)
   while (sem_trywait (&hook_leased) == 0)
     ;
   for (tries = 0; ; tries++) {
-    struct timespec t;
     unsigned runs;
     time_t end;
-    int r;
 
     CHECK (tries < 10, "the I/O thread did not leave its socket to "
            "pollers after %u writes (idle %d, leased %d, driving %d, "
@@ -464,16 +447,7 @@ lease_enter (uint64_t len_ns, uint8_t *blk, struct rec *rec)
            h->conns[0].leased, h->conns[0].driving,
            h->conns[0].wake_pending, atomic_load (&h->conns[0].poll_dir));
     CHECK (stabledif_poll (h, 0) == 0, "poll with nothing in flight");
-    clock_gettime (CLOCK_REALTIME, &t);
-    t.tv_nsec += 100000000;
-    if (t.tv_nsec >= 1000000000) {
-      t.tv_sec++;
-      t.tv_nsec -= 1000000000;
-    }
-    do
-      r = sem_timedwait (&hook_leased, &t);
-    while (r == -1 && errno == EINTR);
-    if (r == 0)
+    if (sem_wait_ms (&hook_leased, 100) == 0)
       break;
     runs = atomic_load (&rec->runs);
     OK (stabledif_aio_pwrite (h, blk, iv, 0, 0, on_rec, rec));

@@ -7,12 +7,14 @@
 #define STABLEDIF_TEST_CLIENT_UTIL_H
 
 #include <errno.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "stabledif.h"
 
@@ -94,6 +96,35 @@ on_done (void *user_data, int error)
   d->error = error;
   snprintf (d->msg, sizeof d->msg, "%s", error && m ? m : "");
   atomic_store (&d->ran, true);
+}
+
+/* Wait for SEM at most MS milliseconds (an interrupted wait goes on):
+ * 0 once it was taken, -1 when the time ran out. */
+static inline int
+sem_wait_ms (sem_t *sem, long ms)
+{
+  struct timespec t;
+  int r;
+
+  clock_gettime (CLOCK_REALTIME, &t);
+  t.tv_sec += ms / 1000;
+  t.tv_nsec += (ms % 1000) * 1000000;
+  if (t.tv_nsec >= 1000000000) {
+    t.tv_sec++;
+    t.tv_nsec -= 1000000000;
+  }
+  do
+    r = sem_timedwait (sem, &t);
+  while (r == -1 && errno == EINTR);
+  return r == 0 ? 0 : -1;
+}
+
+/* Wait for SEM, failing the test (naming WHAT) after SECONDS. */
+static inline void
+sem_wait_bounded (sem_t *sem, const char *what, int seconds)
+{
+  CHECK (sem_wait_ms (sem, seconds * 1000L) == 0, "no %s after %d s", what,
+         seconds);
 }
 
 #endif /* STABLEDIF_TEST_CLIENT_UTIL_H */

@@ -18,11 +18,12 @@
  * hands over the request (stabledif_generate_pi, into the io_u's tuple
  * buffer) and the library sends it as the caller's, checked at submit as
  * pi_chk= asks.  The library keeps the buffer stable by the handle's
- * policy and verifies the PI of every block read as pi_chk= asks.  queue() collects requests,
- * commit() submits them asynchronously, the library's completion
- * callbacks put them on a per-job ring, and getevents() waits in
- * stabledif_poll, which reads the replies on fio's thread where it can
- * (the callbacks then run there) until the ring holds enough.
+ * policy and verifies the PI of every block read as pi_chk= asks.
+ * queue() collects requests, commit() submits them asynchronously, the
+ * library's completion callbacks put them on a per-job ring, and
+ * getevents() waits in stabledif_poll, which reads the replies on fio's
+ * thread where it can (the callbacks then run there) until the ring
+ * holds enough.
  */
 #include <errno.h>
 #include <inttypes.h>
