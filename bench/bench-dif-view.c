@@ -1525,10 +1525,14 @@ caller_table (struct side *sd, const char *sd_uri, struct side *nb,
   sd->run = saved;
   nb->nconns = saved_nconns;
   nb->conns[0].window = saved_window;
-  if (one.h)
-    stabledif_close (one.h);
-  free (one.slots);
-  free (one.ready);
+  if (one.name != NULL) {       /* connect_sd ran */
+    if (one.h)
+      stabledif_close (one.h);
+    free (one.slots);
+    free (one.ready);
+    pthread_mutex_destroy (&one.lock);
+    pthread_cond_destroy (&one.cond);
+  }
   free (rate[0]);
   free (rate[1]);
   free (scratch);

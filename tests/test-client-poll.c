@@ -38,7 +38,7 @@
  * write and stabledif_wait_stable under policy wait each end the lease
  * and return (an alarm fails the test otherwise), the write completed
  * on the I/O thread; with a 2 s lease, a write nobody polls for
- * completes on the I/O thread once it runs out.
+ * completes on the I/O thread once it runs out.  Every write reads back.
  */
 #include <config.h>
 
@@ -503,6 +503,14 @@ lease (void)
   }
   done_on_io_thread (&recs[6], "write 0 again (the lease ran out)");
   OK (stabledif_wait_all (h));
+  {
+    uint8_t *rd = xmalloc (4 * iv);
+
+    OK (stabledif_pread (h, rd, 4 * iv, 0, NULL, 0));
+    CHECK (memcmp (rd, b, 4 * iv) == 0,
+           "the blocks read back differ from those written");
+    free (rd);
+  }
   printf ("lease: replies waited for a poller while the lease ran; "
           "wait_all, a synchronous write and wait_stable ended it; a short "
           "one ran out\n");

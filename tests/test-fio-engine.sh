@@ -3,14 +3,15 @@
 # stabledif: the fio engine (client/fio-engine, stabledif-fio(1)) with
 # the real plugin.  Every PI format and interval: fio's randrw with its
 # own crc32c verify on top of the library's PI, at iodepth 1 and 32, and
-# with the engine's own PI (pi_act=0), no PI error anywhere.  mutate= under policy none: the device rejects the
-# changed writes, and the engine's count of rejections is the device's
+# with the engine's own PI (pi_act=0), no PI error anywhere.  mutate=
+# under policy none: the device rejects the changed writes, and the engine's count of rejections is the device's
 # (stabledif-ctl counters); the same job under wait and snapshot: no
 # rejection, and fio's verify still passes.  Bad engine options fail
 # with fio's option error naming the option.  App tags: writes whose
 # app tag the device does not take are rejected there (the engine's
 # rejections are the device's), reads check apptag= under apptag_mask=
-# and only what pi_chk= names.  Skips without the engine
+# and only what pi_chk= names.  A server killed under a running job
+# ends it with errors naming the lost connection.  Skips without the engine
 # (configure found no fio source tree) or fio.
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 : "${top_builddir:?top_builddir must be set}"
@@ -183,4 +184,27 @@ serve size=1M app-tag=0x1234/0xff00 ctl=none -- \
 [ "$(counter "$out.bad" r read_errors)" = 16 ] && grep -q 'app check' "$out.bad" ||
   { cat "$out.bad"; fail "apptag 0x12cd on read: not 16 failed reads naming the app check"; }
 echo "ok: reads check apptag= under apptag_mask=, as pi_chk= asks"
+
+# 5. The server dies under a running job (fio waits in the library's
+# poll): the job ends, within a bound, with I/O errors that name the
+# lost connection, and the engine's counters are printed.
+serve_killable size=4M ctl=none
+out=$tmpdir/out-lost
+rm -f "$tmpdir/ctl.sock"
+timeout 60 bash "$tmpdir/fio.sh" "nbd+unix:///dif?socket=$tmpdir/sock" \
+  "$out" --name=l --rw=randwrite --bs=4k --size=4m --iodepth=32 \
+  --time_based --runtime=30 &
+job=$!
+sleep 1
+kill -9 "$(cat "$pidfile")"
+r=0
+wait "$job" || r=$?
+[ "$r" != 0 ] && [ "$r" != 124 ] ||
+  { cat "$out"; fail "server killed: fio exited $r (124: did not end)"; }
+grep -q 'connection to the device lost' "$out" ||
+  { cat "$out"; fail "server killed: no error naming the lost connection"; }
+w=$(counter "$out" l write_errors)
+[ "${w:-0}" -gt 0 ] ||
+  { cat "$out"; fail "server killed: no failed write counted"; }
+echo "ok: server killed mid-job: fio ended with $w failed writes"
 echo "$0: ok"

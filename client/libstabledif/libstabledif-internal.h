@@ -490,8 +490,8 @@ struct stabledif_handle {
   _Atomic unsigned next_conn;   /* round-robin: where the next request
                                    from a caller's thread goes (atomic) */
   _Atomic uint64_t poll_lease_ns; /* until this monotonic time (io_now_ns)
-                                   an idle I/O thread whose libnbd only
-                                   waits for replies leaves them to
+                                   an idle I/O thread leaves its socket
+                                   (replies, the rest of a send) to
                                    stabledif_poll, which renews it on
                                    every call; 0: none (atomic) */
   atomic_bool closing;          /* close requested (atomic; see

@@ -1029,7 +1029,7 @@ io_thread (void *arg)
      * sending), and a poller's lease running: leave the socket to the
      * pollers until it runs out (a wake-up ends it). */
     leased = false;
-    if (idle && dir != 0) {
+    if (idle && dir != 0 && atomic_load (&h->poll_lease_ns) != 0) {
       uint64_t lease = atomic_load (&h->poll_lease_ns);
 
       now = io_now_ns ();
