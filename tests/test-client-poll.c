@@ -38,7 +38,11 @@
  * write and stabledif_wait_stable under policy wait each end the lease
  * and return (an alarm fails the test otherwise), the write completed
  * on the I/O thread; with a 2 s lease, a write nobody polls for
- * completes on the I/O thread once it runs out.  Every write reads back.
+ * completes on the I/O thread once it runs out; a 200 ms lease renewed
+ * every 10 ms keeps the I/O thread in its leased poll, idle, for a
+ * second, though the test holds the connection as a poller would (an
+ * I/O thread that came out would wait for it), and a write completes on
+ * the I/O thread once the renewals stop.  Every write reads back.
  */
 #include <config.h>
 
@@ -460,6 +464,82 @@ lease_enter (uint64_t len_ns, uint8_t *blk, struct rec *rec)
   }
 }
 
+/* Whether the I/O thread of connection C is idle (under its lock). */
+static bool
+conn_idle (struct io_conn *c)
+{
+  bool idle;
+
+  pthread_mutex_lock (&c->lock);
+  idle = c->idle;
+  pthread_mutex_unlock (&c->lock);
+  return idle;
+}
+
+/* A lease that pollers keep renewing keeps the I/O thread in its leased
+ * poll, idle, past the end of the lease it began with: it does not come
+ * out to wait for the thread that drives the connection (the test,
+ * holding it as a poller does) only to go back.  The lease is LEN_NS
+ * long, renewed (stabledif_poll with nothing in flight) every 10 ms for
+ * five lease lengths.  A renewal later than the lease length (a loaded
+ * machine) proves nothing: then the run is tried again, three times at
+ * most.  Afterwards the lease runs out and a write completes on the I/O
+ * thread (REC). */
+static void
+lease_kept (uint64_t len_ns, uint8_t *blk, struct rec *rec)
+{
+  const struct timespec pause = { .tv_sec = 0, .tv_nsec = 10000000 };
+  struct io_conn *c = &h->conns[0];
+  unsigned attempt, i, n = (unsigned) (5 * len_ns / 10000000u);
+  time_t end;
+
+  for (attempt = 0; ; attempt++) {
+    uint64_t last, now;
+    unsigned left_at = 0;
+    bool late = false;
+
+    CHECK (attempt < 3, "renewals came later than the lease length in "
+           "three runs: the machine is too busy to tell");
+    lease_enter (len_ns, blk, rec);
+    pthread_mutex_lock (&c->lock);
+    CHECK (c->idle && c->leased && !c->driving, "the I/O thread is not "
+           "in a leased poll (idle %d, leased %d, driving %d)", c->idle,
+           c->leased, c->driving);
+    c->driving = c->poller = true;
+    pthread_mutex_unlock (&c->lock);
+    last = io_now_ns ();
+    for (i = 0; i < n && left_at == 0; i++) {
+      nanosleep (&pause, NULL);
+      CHECK (stabledif_poll (h, 0) == 0, "poll with nothing in flight");
+      now = io_now_ns ();
+      late = late || now - last >= len_ns;
+      last = now;
+      if (!conn_idle (c))
+        left_at = i + 1;
+    }
+    pthread_mutex_lock (&c->lock);
+    c->driving = c->poller = false;
+    pthread_cond_broadcast (&c->drive_done);
+    pthread_mutex_unlock (&c->lock);
+    if (left_at != 0 && !late)
+      CHECK (false, "the I/O thread left its leased poll after %u of %u "
+             "renewals of a %" PRIu64 " ms lease", left_at, n,
+             len_ns / 1000000u);
+    if (!late)
+      break;
+  }
+  /* Nobody renews it now: it runs out, and the I/O thread reads the
+   * reply of a write nobody polls for. */
+  OK (stabledif_aio_pwrite (h, blk, iv, 0, 0, on_rec, rec + 1));
+  end = time (NULL) + WAIT_SECONDS;
+  while (atomic_load (&rec[1].runs) == 0) {
+    CHECK (time (NULL) < end, "a write nobody polled for did not complete "
+           "after a renewed lease ran out (%d s)", WAIT_SECONDS);
+    nanosleep (&pause, NULL);
+  }
+  done_on_io_thread (&rec[1], "write 0 (a renewed lease ran out)");
+}
+
 static void
 lease (void)
 {
@@ -502,6 +582,7 @@ lease (void)
     nanosleep (&ms, NULL);
   }
   done_on_io_thread (&recs[6], "write 0 again (the lease ran out)");
+  lease_kept (200000000u, b, &recs[7]);
   OK (stabledif_wait_all (h));
   {
     uint8_t *rd = xmalloc (4 * iv);
@@ -513,7 +594,7 @@ lease (void)
   }
   printf ("lease: replies waited for a poller while the lease ran; "
           "wait_all, a synchronous write and wait_stable ended it; a short "
-          "one ran out\n");
+          "one ran out; a renewed one kept the I/O thread asleep\n");
   free (b);
 }
 

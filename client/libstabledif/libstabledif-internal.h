@@ -412,8 +412,9 @@ struct io_conn {
                                    leaves the socket to pollers (atomic) */
   bool leased;                  /* the I/O thread is in a poll that leaves
                                    the replies to pollers (the handle's
-                                   poll lease): io_lease_end wakes it
-                                   (clock) */
+                                   poll lease), and polls again as long
+                                   as they renew it: io_lease_end wakes
+                                   it (clock) */
   pthread_cond_t drive_done;    /* broadcast when DRIVING becomes false */
   struct request *handoff;      /* requests whose last reference a
                                    driver dropped (a command libnbd

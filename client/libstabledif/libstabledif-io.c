@@ -920,6 +920,34 @@ poll_again (struct io_conn *c, unsigned dir)
   return p.revents;
 }
 
+/* The leased poll of C's I/O thread (its wake-up pipe alone) timed out:
+ * whether the pollers' lease runs still (renewed meanwhile) with nothing
+ * for the thread to do -- no wake-up pending, no queued request come
+ * ready.  Then *TS is how long to poll its pipe again: until the lease
+ * ends or the first queued request is ready, whichever comes first. */
+static bool
+lease_renewed (struct io_conn *c, struct timespec *ts)
+{
+  uint64_t now = io_now_ns (), end;
+  bool renewed;
+
+  pthread_mutex_lock (&c->lock);
+  end = atomic_load (&c->h->poll_lease_ns);
+  renewed = end > now && !c->wake_pending;
+  if (renewed && c->queue_head) {
+    if (c->queue_head->ready_ns <= now)
+      renewed = false;
+    else if (c->queue_head->ready_ns < end)
+      end = c->queue_head->ready_ns;
+  }
+  pthread_mutex_unlock (&c->lock);
+  if (renewed) {
+    ts->tv_sec = (end - now) / 1000000000u;
+    ts->tv_nsec = (end - now) % 1000000000u;
+  }
+  return renewed;
+}
+
 /* The I/O thread of connection ARG: issue requests whose delay has
  * passed, in order; poll the NBD socket (in the direction libnbd wants)
  * and the wake-up pipe, with a timeout until the next request becomes
@@ -1062,6 +1090,13 @@ io_thread (void *arg)
     }
 
     pr = h->poll (fds, nfds, timeout, NULL);
+    /* A lease the pollers renewed while this poll waited: poll the pipe
+     * again until its new end, still idle.  Leaving the poll would mean
+     * waiting for the thread that drives the connection (a caller's, in
+     * a submit or a poll) and making the next poller wait for this one:
+     * two thread switches for nothing, as often as the lease is long. */
+    while (leased && pr == 0 && lease_renewed (c, &ts))
+      pr = h->poll (fds, nfds, &ts, NULL);
     if (idle) {
       int e = errno;
       bool drove, polled;
