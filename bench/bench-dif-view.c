@@ -33,7 +33,9 @@
  * With --interleaved the table is of interleaved buffers instead (the
  * _pi calls with STABLEDIF_PI_INTERLEAVED: PI generated in place and no
  * copy-out, reads verified in place, the caller's PI sent unchecked),
- * against libnbd moving the same extended bytes (il_table).
+ * against libnbd moving the same extended bytes (il_table), and the
+ * caller-thread table is of interleaved writes and reads
+ * (il_caller_table).
  * bench/dif-view.sh starts both servers; see bench/README.md.  Not a
  * test: it prints ratios, and with --check exits 1 when one is below the
  * target.
@@ -70,10 +72,14 @@
 #define TARGET_LARGE_WRITE 0.75
 #define LARGE_WRITE (64 * 1024)
 
-/* Targets of the caller-thread table (a thread of the caller submits,
+/* Targets of the caller-thread tables (a thread of the caller submits,
  * completions hand buffers back to it): 128 KiB writes and reads, 4 KiB
  * writes, and a device without PI (format none), where the library does
- * no PI work and the hand-off between threads is all it adds. */
+ * no PI work and the hand-off between threads is all it adds.  Writes of
+ * LARGE_WRITE bytes or more from separate data and PI buffers pay the
+ * join here too: they keep the main table's guard, TARGET_LARGE_WRITE;
+ * TARGET_CALLER for them applies to interleaved buffers
+ * (il_caller_table). */
 #define TARGET_CALLER 0.85
 #define TARGET_CALLER_SMALL_WRITE 0.80
 #define TARGET_CALLER_NONE 0.95
@@ -301,10 +307,11 @@ chain_fail (struct side *s, int error)
 static void chain_done (void *user_data, int error);
 
 /* Submit the interleaved request of SLOT at data offset OFF (see enum
- * il_mode): from the slot's extended blocks, or from the span's at OFF.
- * The cookie or -1. */
+ * il_mode): from the slot's extended blocks, or from the span's at OFF;
+ * DONE (with SLOT) is its completion.  The cookie or -1. */
 static int64_t
-il_submit (struct slot *slot, uint64_t off)
+il_submit (struct slot *slot, uint64_t off,
+           stabledif_completion_callback done)
 {
   struct side *s = slot->s;
   struct stabledif_pi pi = {
@@ -319,12 +326,12 @@ il_submit (struct slot *slot, uint64_t off)
   if (!s->write) {
     pi.flags |= STABLEDIF_PI_CHECK_ALL;
     return stabledif_aio_pread_pi (s->h, buf, s->count, off, &pi, 0,
-                                   chain_done, slot);
+                                   done, slot);
   }
   if (s->il == IL_CALLER)
     pi.flags |= STABLEDIF_PI_CALLER;
   return stabledif_aio_pwrite_pi (s->h, buf, s->count, off, &pi, 0,
-                                  chain_done, slot);
+                                  done, slot);
 }
 
 /* Submit the request of SLOT at OFF; on failure undo its accounting. */
@@ -336,7 +343,7 @@ chain_submit (struct slot *slot, uint64_t off)
   int64_t c;
 
   if (s->il)
-    c = il_submit (slot, off);
+    c = il_submit (slot, off, chain_done);
   else if (s->write)
     c = stabledif_aio_pwrite (s->h, buf, s->count, off, 0, chain_done, slot);
   else
@@ -492,6 +499,9 @@ sd_run_caller (struct side *s, const struct options *o, bool write,
   int failed = 0;
 
   pthread_mutex_lock (&s->lock);
+  s->write = write;             /* for il_submit */
+  s->bufs = bufs;
+  s->count = count;
   s->failed = 0;
   for (i = 0; i < o->depth; i++)
     s->ready[i] = o->depth - 1 - i;
@@ -516,7 +526,9 @@ sd_run_caller (struct side *s, const struct options *o, bool write,
     pthread_mutex_unlock (&s->lock);
     if (failed)
       break;
-    if (write)
+    if (s->il)
+      c = il_submit (slot, off, caller_done);
+    else if (write)
       c = stabledif_aio_pwrite (s->h, bufs + (size_t) slot->index * count,
                                 count, off, 0, caller_done, slot);
     else
@@ -908,7 +920,9 @@ usage (FILE *fp)
 "                   window like the baseline's, or from the main thread\n"
 "                   with buffers handed back by completions (the pattern\n"
 "                   of the caller-thread table)\n"
-"  --no-caller-table  leave out the caller-thread table\n"
+"  --no-caller-table  leave out the caller-thread table (with\n"
+"                   --interleaved: the caller-thread table of\n"
+"                   interleaved buffers)\n"
 "  --caller-wait poll|cond  how the caller's thread waits for its\n"
 "                   buffers: in stabledif_poll, reading replies itself\n"
 "                   (default), or on a condition variable its callbacks\n"
@@ -917,13 +931,16 @@ usage (FILE *fp)
 "                   their CPU time per MB too (from /proc)\n"
 "  --interleaved    instead: interleaved buffers (library PI, the\n"
 "                   caller's PI unchecked, reads verified in place)\n"
-"                   against the same extended bytes through libnbd\n"
+"                   against the same extended bytes through libnbd,\n"
+"                   then the same from a caller's thread\n"
 "  --check          exit 1 if a ratio is below its target (%.2f; writes\n"
-"                   of 64 KiB or more: %.2f; caller-thread table: %.2f,\n"
-"                   4 KiB writes %.2f, every row on format none %.2f;\n"
-"                   --interleaved: see bench/README.md)\n",
+"                   of 64 KiB or more: %.2f; caller-thread tables: %.2f,\n"
+"                   4 KiB writes %.2f, writes of 64 KiB or more from\n"
+"                   separate buffers %.2f, every row on format none\n"
+"                   %.2f; --interleaved: see bench/README.md)\n",
            STABLEDIF_MAX_CONNECTIONS, TARGET, TARGET_LARGE_WRITE,
-           TARGET_CALLER, TARGET_CALLER_SMALL_WRITE, TARGET_CALLER_NONE);
+           TARGET_CALLER, TARGET_CALLER_SMALL_WRITE, TARGET_LARGE_WRITE,
+           TARGET_CALLER_NONE);
 }
 
 static int
@@ -1192,6 +1209,70 @@ print_costs (const struct options *o, const char *what,
     }
 }
 
+/* ---- the caller-thread tables' sides ---- */
+
+/* What caller_begin changed, for caller_end to put back. */
+struct caller_setup {
+  struct side *sd;              /* the main tables' libstabledif side */
+  struct side *nb;              /* the baseline */
+  double (*run) (struct side *, const struct options *, bool, uint8_t *,
+                 size_t, double);       /* SD's run */
+  unsigned nconns;              /* NB's connections in use */
+  unsigned window;              /* the window of NB's first connection */
+  struct side one;              /* SD with one connection, if opened */
+};
+
+/* Set up a caller-thread table: the side the caller's thread drives
+ * (SD itself if it has one connection, else a handle of one connection
+ * to SD_URI opened here), its run sd_run_caller; the baseline NB on its
+ * first connection alone with the whole queue depth.  That side, or NULL
+ * if the handle could not be opened (printed); caller_end undoes it
+ * either way. */
+static struct side *
+caller_begin (struct caller_setup *cs, struct side *sd, const char *sd_uri,
+              struct side *nb, const struct options *o)
+{
+  struct side *c = sd;
+
+  memset (cs, 0, sizeof *cs);
+  cs->sd = sd;
+  cs->nb = nb;
+  cs->run = sd->run;
+  cs->nconns = nb->nconns;
+  cs->window = nb->conns[0].window;
+  if (sd->nconns > 1) {
+    struct options one_conn = *o;
+
+    one_conn.connections = 1;
+    if (connect_sd (&cs->one, sd_uri, &one_conn) == -1)
+      return NULL;
+    c = &cs->one;
+  }
+  c->run = sd_run_caller;
+  nb->nconns = 1;
+  nb->conns[0].window = o->depth;
+  return c;
+}
+
+/* Undo caller_begin (nothing if CS is all zeros: it did not run). */
+static void
+caller_end (struct caller_setup *cs)
+{
+  if (cs->sd == NULL)
+    return;
+  cs->sd->run = cs->run;
+  cs->nb->nconns = cs->nconns;
+  cs->nb->conns[0].window = cs->window;
+  if (cs->one.name != NULL) {   /* connect_sd ran */
+    if (cs->one.h)
+      stabledif_close (cs->one.h);
+    free (cs->one.slots);
+    free (cs->one.ready);
+    pthread_mutex_destroy (&cs->one.lock);
+    pthread_cond_destroy (&cs->one.cond);
+  }
+}
+
 /* ---- interleaved buffers ---- */
 
 /* Targets of the interleaved rows (bench/README.md): writes with the
@@ -1225,6 +1306,24 @@ il_target_of (const struct il_row *r, size_t size)
   return size >= LARGE_WRITE ? IL_TARGET_LARGE_WRITE : IL_TARGET_WRITE;
 }
 
+/* The target of row R for requests of SIZE bytes in the caller-thread
+ * table (the caller-thread targets: 4 KiB writes lower). */
+static double
+il_caller_target_of (const struct il_row *r, size_t size)
+{
+  return r->write && size < LARGE_WRITE ? TARGET_CALLER_SMALL_WRITE
+    : TARGET_CALLER;
+}
+
+/* The third word of row R's label: its mode, in the caller-thread table
+ * (CALLER) "caller-il". */
+static const char *
+il_word (const struct il_row *r, bool caller)
+{
+  return caller ? "caller-il"
+    : r->mode == IL_CALLER ? "caller-pi" : "interleaved";
+}
+
 /* One pass of SD (PI generated in place) and NB over the span, from
  * BUFS, or from SPAN if not NULL (whose tuples it fills): reads then
  * verify real PI, and the span holds the right tuple for every LBA. */
@@ -1246,11 +1345,14 @@ il_fill (struct side *sd, struct side *nb, const struct options *o,
  * unchecked), each against libnbd moving the same extended bytes (the
  * baseline writes and reads COUNT / interval * (interval + tuple) bytes
  * per request to the memory plugin).  Rates are wire bytes per second
- * on both sides; paired rounds and medians as in the main table.  Sets
- * *MISSED if a ratio is below its target.  0, or -1 (printed). */
+ * on both sides; paired rounds and medians as in the main table.  With
+ * CALLER (il_caller_table: SD and NB set up by caller_begin) the
+ * caller-thread table of interleaved buffers: the first two rows, with
+ * the caller-thread targets.  Sets *MISSED if a ratio is below its
+ * target.  0, or -1 (printed). */
 static int
 il_table (struct side *sd, struct side *nb, const struct options *o,
-          const size_t *sizes, size_t nsizes, bool *missed)
+          const size_t *sizes, size_t nsizes, bool caller, bool *missed)
 {
   const uint32_t iv = (uint32_t) stabledif_get_interval (sd->h);
   const uint32_t es = iv + (uint32_t) stabledif_get_tuple_size (sd->h);
@@ -1288,9 +1390,16 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
   }
   sd->il_interval = iv;
 
-  printf ("interleaved buffers: libstabledif sends the caller's extended "
-          "blocks (STABLEDIF_PI_INTERLEAVED);\nthe baseline moves the same "
-          "extended bytes; MB/s of wire bytes on both sides\n\n");
+  if (caller)
+    printf ("\ninterleaved buffers from one thread of the caller, each "
+            "completion handing its\nbuffer back, the thread waiting %s; "
+            "one connection per side,\nthe baseline one libnbd thread; "
+            "paired rounds:\n", o->caller_cond ? "on a condition variable"
+            : "in stabledif_poll");
+  else
+    printf ("interleaved buffers: libstabledif sends the caller's extended "
+            "blocks (STABLEDIF_PI_INTERLEAVED);\nthe baseline moves the same "
+            "extended bytes; MB/s of wire bytes on both sides\n\n");
   printf ("%-24s %14s %14s %8s %8s\n", "", "libstabledif", "baseline",
           "ratio", "target");
   for (k = 0; k < nsizes; k++) {
@@ -1299,11 +1408,17 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
     sd->il_stride = ext_count;
     for (i = 0; i < IL_NROWS; i++) {
       const struct il_row *row = &il_rows[i];
+      const double target = caller ? il_caller_target_of (row, count)
+        : il_target_of (row, count);
       struct figure fig;
       char label[48];
       unsigned r;
 
       if (o->only != -1 && o->only != !row->write)
+        continue;
+      /* The caller-thread rows: those of caller_table. */
+      if (caller && (row->mode == IL_CALLER ||
+                     (!row->write && count < LARGE_WRITE)))
         continue;
       /* Before the first row, and before the caller's row (whose span
        * needs its tuples): one pass. */
@@ -1337,7 +1452,7 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
         cost[k][i][1].bytes += c[1].bytes;
       }
       snprintf (label, sizeof label, "%s %zuK %s", row->what, count / 1024,
-                row->mode == IL_CALLER ? "caller-pi" : "interleaved");
+                il_word (row, caller));
       if (o->side != -1) {
         printf ("%s: %.1f MB/s\n", label,
                 median_of (rates[o->side == 1], o->rounds, sorted) / 1e6);
@@ -1345,11 +1460,9 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
       }
       figure_of (rates[0], rates[1], o->rounds, sorted, &fig);
       printf ("%-24s %9.1f MB/s %9.1f MB/s %7.2fx %7.2fx%s\n", label,
-              fig.sd / 1e6, fig.base / 1e6, fig.ratio,
-              il_target_of (row, count),
-              fig.ratio >= il_target_of (row, count) ? ""
-              : o->check ? "  MISSED" : "  (below)");
-      if (fig.ratio < il_target_of (row, count))
+              fig.sd / 1e6, fig.base / 1e6, fig.ratio, target,
+              fig.ratio >= target ? "" : o->check ? "  MISSED" : "  (below)");
+      if (fig.ratio < target)
         *missed = true;
       printf ("%-24s", "  rounds:");
       for (r = 0; r < o->rounds; r++)
@@ -1376,8 +1489,7 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
         a = (srv ? c[0].server : c[0].cpu) / c[0].bytes * 1e9;
         b = (srv ? c[1].server : c[1].cpu) / c[1].bytes * 1e9;
         snprintf (label, sizeof label, "%s %zuK %s", il_rows[i].what,
-                  sizes[k] / 1024,
-                  il_rows[i].mode == IL_CALLER ? "caller-pi" : "interleaved");
+                  sizes[k] / 1024, il_word (&il_rows[i], caller));
         /* Server CPU time comes in clock ticks: none, no quotient. */
         if (a > 0 && b > 0)
           printf ("%-24s %8.3f ms/MB %8.3f ms/MB %7.2fx\n", label, a, b,
@@ -1396,6 +1508,23 @@ il_table (struct side *sd, struct side *nb, const struct options *o,
   free (sorted);
   free (bufs);
   free (span);
+  return ret;
+}
+
+/* The caller-thread table of interleaved buffers (il_table with CALLER)
+ * on the side caller_begin gives (SD_URI to open one connection). */
+static int
+il_caller_table (struct side *sd, const char *sd_uri, struct side *nb,
+                 const struct options *o, const size_t *sizes,
+                 size_t nsizes, bool *missed)
+{
+  struct caller_setup cs;
+  struct side *c = caller_begin (&cs, sd, sd_uri, nb, o);
+  int ret = -1;
+
+  if (c != NULL)
+    ret = il_table (c, nb, o, sizes, nsizes, true, missed);
+  caller_end (&cs);
   return ret;
 }
 
@@ -1422,11 +1551,8 @@ caller_table (struct side *sd, const char *sd_uri, struct side *nb,
               const struct options *o, uint8_t *wbufs, uint8_t *rbufs,
               const size_t *sizes, size_t nsizes, bool *missed)
 {
-  double (*saved) (struct side *, const struct options *, bool, uint8_t *,
-                   size_t, double) = sd->run;
-  unsigned saved_nconns = nb->nconns, saved_window = nb->conns[0].window;
-  struct side one = { 0 };      /* SD with one connection, if needed */
-  struct side *c = sd;          /* the side the caller's thread drives */
+  struct caller_setup cs = { 0 };      /* caller_end: nothing to undo yet */
+  struct side *c;               /* the side the caller's thread drives */
   double *rate[2], *scratch;
   /* Client CPU per row and side (printed after the rows, for
    * information, like the main table's). */
@@ -1443,17 +1569,8 @@ caller_table (struct side *sd, const char *sd_uri, struct side *nb,
     goto out;
   }
   memset (cost, 0, sizeof cost);
-  if (sd->nconns > 1) {
-    struct options one_conn = *o;
-
-    one_conn.connections = 1;
-    if (connect_sd (&one, sd_uri, &one_conn) == -1)
-      goto out;
-    c = &one;
-  }
-  c->run = sd_run_caller;
-  nb->nconns = 1;
-  nb->conns[0].window = o->depth;
+  if ((c = caller_begin (&cs, sd, sd_uri, nb, o)) == NULL)
+    goto out;
   printf ("\nlibstabledif submitting from one thread of the caller, each "
           "completion handing\nits buffer back, the thread waiting %s; one "
           "connection per side,\nthe baseline one libnbd thread; paired "
@@ -1488,7 +1605,8 @@ caller_table (struct side *sd, const char *sd_uri, struct side *nb,
     }
     figure_of (rate[0], rate[1], o->rounds, scratch, &fig);
     target = none ? TARGET_CALLER_NONE
-      : w && size < LARGE_WRITE ? TARGET_CALLER_SMALL_WRITE : TARGET_CALLER;
+      : w && size < LARGE_WRITE ? TARGET_CALLER_SMALL_WRITE
+      : w ? TARGET_LARGE_WRITE : TARGET_CALLER;
     /* Three words, so that dif-view.sh's summary takes it as a row. */
     snprintf (label, sizeof label, "%s %zuK caller", w ? "write" : "read",
               size / 1024);
@@ -1522,17 +1640,7 @@ caller_table (struct side *sd, const char *sd_uri, struct side *nb,
   }
   ret = 0;
  out:
-  sd->run = saved;
-  nb->nconns = saved_nconns;
-  nb->conns[0].window = saved_window;
-  if (one.name != NULL) {       /* connect_sd ran */
-    if (one.h)
-      stabledif_close (one.h);
-    free (one.slots);
-    free (one.ready);
-    pthread_mutex_destroy (&one.lock);
-    pthread_cond_destroy (&one.cond);
-  }
+  caller_end (&cs);
   free (rate[0]);
   free (rate[1]);
   free (scratch);
@@ -1626,7 +1734,11 @@ main (int argc, char **argv)
           "the other\nside), a row gives the medians of the rounds\n\n",
           o.depth, per_conn, o.span >> 20, o.rounds, o.round_secs * 1000);
   if (o.interleaved) {
-    if (il_table (&sd, &nb, &o, sizes, nsizes, &missed) == -1)
+    if (il_table (&sd, &nb, &o, sizes, nsizes, false, &missed) == -1)
+      goto out;
+    if (o.side == -1 && !o.no_caller_table &&
+        il_caller_table (&sd, argv[optind], &nb, &o, sizes, nsizes,
+                         &missed) == -1)
       goto out;
     status = o.check && missed ? 1 : 0;
     goto out;

@@ -15,16 +15,18 @@
 # Target: every ratio of that table >= 0.85, but 128 KiB writes >= 0.75
 # (the join of separate data and PI buffers; bench/README.md); in the
 # caller-thread table under it (one thread, one connection per side),
-# 128 KiB writes and reads >= 0.85, 4 KiB
-# writes >= 0.80, every row >= 0.95 with FORMAT=none.  Exit
-# status 1 if one is missed (bench-dif-view --check).  With CONNECTIONS > 1 a table with one
-# connection per side follows, for information only: it is not checked
-# against the target.
+# 128 KiB reads >= 0.85, 128 KiB writes >= 0.75 (the join again), 4 KiB
+# writes >= 0.80, every row >= 0.95 with FORMAT=none.  Exit status 1 if
+# one is missed (bench-dif-view --check).  With CONNECTIONS > 1 a table
+# with one connection per side follows, for information only: it is not
+# checked against the target.
 #
 # With "-- --interleaved" the tables are of interleaved buffers instead
 # (library PI filled in place, reads verified in place, the caller's PI
 # sent unchecked) against libnbd moving the same extended bytes, with
-# their own targets (bench-dif-view --help, bench/README.md).
+# their own targets (bench-dif-view --help, bench/README.md); the
+# caller-thread table under it holds interleaved 128 KiB writes and
+# reads to 0.85, 4 KiB writes to 0.80.
 #
 # Each run also prints, for information, the client's CPU per MB of both
 # sides and each server's (stabledif's, the memory plugin's: all their
