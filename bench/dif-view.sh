@@ -87,6 +87,12 @@ done
 tables='
   set -o pipefail
   status=0
+  # nbdkit may write its -P file only after --run has started (a loaded
+  # machine): wait for both, 10 s at most.
+  for i in $(seq 100); do
+    [ -s "$PID_DIR/sd.pid" ] && [ -s "$PID_DIR/base.pid" ] && break
+    sleep 0.1
+  done
   PIDS="$(cat "$PID_DIR/sd.pid"),$(cat "$PID_DIR/base.pid")"
   echo "== $CONNECTIONS connection(s) per side: checked against the target =="
   if [ "$RUNS" = 1 ]; then

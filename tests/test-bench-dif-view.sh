@@ -154,33 +154,29 @@ for args in "--interleaved" "--interleaved --connections 2 --policy snapshot"; d
   python3 - "$out" <<'EOF' || { cat "$out"; fail "bench-dif-view $args: table"; }
 import re, sys
 text = open(sys.argv[1]).read()
-rows = {"write 4K interleaved": "0.90", "read 4K interleaved": "0.92",
-        "write 4K caller-pi": "0.95", "write 128K interleaved": "0.88",
-        "read 128K interleaved": "0.92", "write 128K caller-pi": "0.95"}
-for row, target in rows.items():
-    m = re.search(r"^%s +([0-9.]+) MB/s +([0-9.]+) MB/s +([0-9.]+)x +%sx.*\n"
-                  r"  rounds: +([0-9]+)/([0-9]+)=([0-9.]+)$" % (row, target),
-                  text, re.M)
-    assert m, row
-    assert float(m.group(1)) > 0 and float(m.group(2)) > 0, row
-    c = re.search(r"^%s +([0-9.]+) ms/MB +([0-9.]+) ms/MB +([0-9.]+)x$" % row,
-                  text, re.M)
-    assert c and float(c.group(1)) > 0, ("CPU row", row)
+# Each of ROWS (label: target) in TABLE with its target and one round,
+# and in CPU (the text of its CPU table) with a client figure above 0.
+def check_rows(table, cpu, rows):
+    for row, target in rows.items():
+        m = re.search(r"^%s +([0-9.]+) MB/s +([0-9.]+) MB/s +([0-9.]+)x +%sx.*\n"
+                      r"  rounds: +([0-9]+)/([0-9]+)=([0-9.]+)$" % (row, target),
+                      table, re.M)
+        assert m, row
+        assert float(m.group(1)) > 0 and float(m.group(2)) > 0, row
+        c = re.search(r"^%s +([0-9.]+) ms/MB +([0-9.]+) ms/MB +([0-9.]+)x$" % row,
+                      cpu, re.M)
+        assert c and float(c.group(1)) > 0, ("CPU row", row)
+check_rows(text, text,
+           {"write 4K interleaved": "0.90", "read 4K interleaved": "0.92",
+            "write 4K caller-pi": "0.95", "write 128K interleaved": "0.88",
+            "read 128K interleaved": "0.92", "write 128K caller-pi": "0.95"})
 assert "write 4 KiB" not in text
 head = "interleaved buffers from one thread of the caller"
 assert head in text, head
 caller = text.split(head)[1]
-rows = {"write 4K caller-il": "0.80", "write 128K caller-il": "0.85",
-        "read 128K caller-il": "0.85"}
-for row, target in rows.items():
-    m = re.search(r"^%s +([0-9.]+) MB/s +([0-9.]+) MB/s +([0-9.]+)x +%sx.*\n"
-                  r"  rounds: +([0-9]+)/([0-9]+)=([0-9.]+)$" % (row, target),
-                  caller, re.M)
-    assert m, row
-    assert float(m.group(1)) > 0 and float(m.group(2)) > 0, row
-    c = re.search(r"^%s +([0-9.]+) ms/MB +([0-9.]+) ms/MB +([0-9.]+)x$" % row,
-                  caller.split("client CPU")[1], re.M)
-    assert c and float(c.group(1)) > 0, ("CPU row", row)
+check_rows(caller, caller.split("client CPU")[1],
+           {"write 4K caller-il": "0.80", "write 128K caller-il": "0.85",
+            "read 128K caller-il": "0.85"})
 assert "read 4K caller-il" not in caller and "caller-pi" not in caller
 EOF
 done

@@ -422,6 +422,25 @@ done_on_io_thread (struct rec *rec, const char *what)
          rec->where == ON_POLLER ? "a poller" : "another thread");
 }
 
+/* A write of BLK to block 0 that nobody polls for completes on the I/O
+ * thread (REC records it), within WAIT_SECONDS: the lease has run out or
+ * is about to (WHAT says which). */
+static void
+write_completes_unpolled (uint8_t *blk, struct rec *rec, const char *what)
+{
+  const struct timespec ms = { .tv_sec = 0, .tv_nsec = 1000000 };
+  time_t end;
+
+  OK (stabledif_aio_pwrite (h, blk, iv, 0, 0, on_rec, rec));
+  end = time (NULL) + WAIT_SECONDS;
+  while (atomic_load (&rec->runs) == 0) {
+    CHECK (time (NULL) < end, "%s: a write nobody polled for did not "
+           "complete within %d s", what, WAIT_SECONDS);
+    nanosleep (&ms, NULL);
+  }
+  done_on_io_thread (rec, what);
+}
+
 /* Make the I/O thread leave its socket to pollers for a lease of
  * LEN_NS, and see it do so: end any lease (stabledif_wait_all, nothing
  * in flight: a thread in a leased poll wakes and polls its socket
@@ -491,7 +510,6 @@ lease_kept (uint64_t len_ns, uint8_t *blk, struct rec *rec)
   const struct timespec pause = { .tv_sec = 0, .tv_nsec = 10000000 };
   struct io_conn *c = &h->conns[0];
   unsigned attempt, i, n = (unsigned) (5 * len_ns / 10000000u);
-  time_t end;
 
   for (attempt = 0; ; attempt++) {
     uint64_t last, now;
@@ -530,23 +548,15 @@ lease_kept (uint64_t len_ns, uint8_t *blk, struct rec *rec)
   }
   /* Nobody renews it now: it runs out, and the I/O thread reads the
    * reply of a write nobody polls for. */
-  OK (stabledif_aio_pwrite (h, blk, iv, 0, 0, on_rec, rec + 1));
-  end = time (NULL) + WAIT_SECONDS;
-  while (atomic_load (&rec[1].runs) == 0) {
-    CHECK (time (NULL) < end, "a write nobody polled for did not complete "
-           "after a renewed lease ran out (%d s)", WAIT_SECONDS);
-    nanosleep (&pause, NULL);
-  }
-  done_on_io_thread (&rec[1], "write 0 (a renewed lease ran out)");
+  write_completes_unpolled (blk, rec + 1, "write 0 (a renewed lease ran "
+                            "out)");
 }
 
 static void
 lease (void)
 {
-  const struct timespec ms = { .tv_sec = 0, .tv_nsec = 1000000 };
   const uint64_t hour = (uint64_t) 3600 * 1000000000u;
   uint8_t *b = xmalloc (4 * iv);
-  time_t end;
 
   fill_pattern (b, 4 * iv, 25);
   OK (stabledif_set_policy (h, STABLEDIF_POLICY_WAIT));
@@ -574,14 +584,8 @@ lease (void)
   /* A short lease runs out by itself (long enough for the I/O thread to
    * be seen leaving its socket, under valgrind too). */
   lease_enter (2000000000u, b, &recs[5]);
-  OK (stabledif_aio_pwrite (h, b, iv, 0, 0, on_rec, &recs[6]));
-  end = time (NULL) + WAIT_SECONDS;
-  while (atomic_load (&recs[6].runs) == 0) {
-    CHECK (time (NULL) < end, "a write nobody polled for did not complete "
-           "after the lease ran out (%d s)", WAIT_SECONDS);
-    nanosleep (&ms, NULL);
-  }
-  done_on_io_thread (&recs[6], "write 0 again (the lease ran out)");
+  write_completes_unpolled (b, &recs[6], "write 0 again (the lease ran "
+                            "out)");
   lease_kept (200000000u, b, &recs[7]);
   OK (stabledif_wait_all (h));
   {
