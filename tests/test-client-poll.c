@@ -43,6 +43,12 @@
  * second, though the test holds the connection as a poller would (an
  * I/O thread that came out would wait for it), and a write completes on
  * the I/O thread once the renewals stop.  Every write reads back.
+ *
+ * pretake: the last write in flight (held by the server) completes on
+ * the I/O thread while stabledif_poll is between its look at the
+ * completions and its take of the connection (a test hook holds it
+ * there): the poll returns 1 rather than wait for ever (an alarm fails
+ * the test); the write reads back.
  */
 #include <config.h>
 
@@ -602,6 +608,68 @@ lease (void)
   free (b);
 }
 
+/* ---- pretake ------------------------------------------------------- */
+
+/* The request poll_pretake waits for, once (then NULL). */
+static struct rec *pretake_rec;
+
+/* poll_pretake: hold stabledif_poll between its look at the completions
+ * and its take of the connection until PRETAKE_REC's callback has run
+ * (on the I/O thread), WAIT_SECONDS at most. */
+static void
+pretake_wait (struct stabledif_handle *hh)
+{
+  const struct timespec ms = { .tv_sec = 0, .tv_nsec = 1000000 };
+  struct rec *r = pretake_rec;
+  time_t end = time (NULL) + WAIT_SECONDS;
+
+  (void) hh;
+  pretake_rec = NULL;
+  while (r != NULL && atomic_load (&r->runs) == 0) {
+    CHECK (time (NULL) < end, "the write did not complete on the I/O "
+           "thread within %d s", WAIT_SECONDS);
+    nanosleep (&ms, NULL);
+  }
+}
+
+/* The last request in flight completes on the I/O thread after
+ * stabledif_poll has looked at the completions and before it takes the
+ * connection: the poll returns it rather than wait for a reply that
+ * never comes.  The server holds the write (wdelay) until the poll has
+ * begun; with no lease the I/O thread reads the reply. */
+static void
+pretake (void)
+{
+  uint8_t *b = xmalloc (iv);
+  int n;
+
+  fill_pattern (b, iv, 31);
+  h->poll_lease_len_ns = 0;
+  OK (stabledif_aio_pwrite (h, b, iv, 0, 0, on_rec, &recs[0]));
+  pretake_rec = &recs[0];
+  h->poll_pretake = pretake_wait;
+  alarm (WAIT_SECONDS + 10);
+  polling = true;
+  n = stabledif_poll (h, -1);
+  polling = false;
+  alarm (0);
+  h->poll_pretake = NULL;
+  CHECK (n == 1, "stabledif_poll returned %d (%s), wanted 1: the write "
+         "completed on the I/O thread while it polled", n,
+         n == -1 ? stabledif_get_error () : "no error");
+  done_on_io_thread (&recs[0], "the write completed before the take");
+  {
+    uint8_t *rd = xmalloc (iv);
+
+    OK (stabledif_pread (h, rd, iv, 0, NULL, 0));
+    CHECK (memcmp (rd, b, iv) == 0, "the block read back differs");
+    free (rd);
+  }
+  printf ("pretake: a completion between the poll's look and its take "
+          "ended the poll\n");
+  free (b);
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -610,7 +678,8 @@ main (int argc, char *argv[])
   progname = "test-client-poll";
   test_thread = true;
   if (argc != 3) {
-    fprintf (stderr, "usage: %s URI basic|stalled|mixed|lost|lease\n",
+    fprintf (stderr, "usage: %s URI basic|stalled|mixed|lost|lease|"
+             "pretake\n",
              argv[0]);
     return 2;
   }
@@ -636,6 +705,8 @@ main (int argc, char *argv[])
     lost ();
   else if (strcmp (mode, "lease") == 0)
     lease ();
+  else if (strcmp (mode, "pretake") == 0)
+    pretake ();
   else {
     fprintf (stderr, "%s: unknown mode %s\n", argv[0], mode);
     return 2;

@@ -4,7 +4,8 @@
 # by reading the replies itself (callbacks on that thread, timeouts with
 # nothing in flight and with writes the server holds, other threads
 # submitting and polling meanwhile, a connection lost while polling, the
-# pollers' lease on the replies and what ends it).
+# pollers' lease on the replies and what ends it, a completion between
+# the poll's look and its take of the connection).
 # See test-client-poll.c.
 . "${srcdir:-$(dirname "$0")}/functions.sh"
 
@@ -20,3 +21,6 @@ run_nbdkit -U - --exit-with-parent --filter=delay "$PLUGIN" size=1M \
 run_nbdkit -U - --exit-with-parent --filter=delay "$PLUGIN" size=1M \
   ctl=none wdelay=1 \
   --run "$(run_cmd "$F \"\$uri\" lost")" || fail lost
+run_nbdkit -U - --exit-with-parent --filter=delay "$PLUGIN" size=1M \
+  ctl=none wdelay=1 \
+  --run "$(run_cmd "$F \"\$uri\" pretake")" || fail pretake

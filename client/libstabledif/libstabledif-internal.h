@@ -455,6 +455,10 @@ struct stabledif_handle {
                                    leaves the replies to pollers
                                    (IO_POLL_LEASE_NS; a unit test may
                                    change it; read by pollers only) */
+  void (*poll_pretake) (struct stabledif_handle *h);
+                                /* NULL; a unit test may set it: called by
+                                   stabledif_poll between its look at the
+                                   completions and taking connections */
 
   /* Settings (lock for writers; the atomic ones are read without it). */
   enum stabledif_policy policy; /* requested policy */

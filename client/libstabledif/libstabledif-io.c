@@ -1514,7 +1514,21 @@ stabledif_poll (struct stabledif_handle *h, int timeout_ms)
       break;                    /* timed out: 0 */
     first = false;
     until = deadline;
+    if (h->poll_pretake)
+      h->poll_pretake (h);
     n = poll_take (h, held);
+    /* An I/O thread may have completed a request between the look above
+     * and the take (the last one, perhaps: then nothing would wake this
+     * poll).  The connections held complete nothing behind this thread's
+     * back from here on: look again before waiting on them. */
+    if (n > 0 && (poll_completed (h, seen) != start ||
+                  stabledif_get_in_flight (h) == 0)) {
+      unsigned i;
+
+      for (i = 0; i < n; i++)
+        drive_release (held[i]);
+      continue;
+    }
     /* Requests of the connections not held complete on their I/O
      * threads: look at them again after a slice. */
     if (n < h->nconns && h->nconns > 1 &&
