@@ -920,32 +920,34 @@ poll_again (struct io_conn *c, unsigned dir)
   return p.revents;
 }
 
-/* The leased poll of C's I/O thread (its wake-up pipe alone) timed out:
- * whether the pollers' lease runs still (renewed meanwhile) with nothing
- * for the thread to do -- no wake-up pending, no queued request come
- * ready.  Then *TS is how long to poll its pipe again: until the lease
- * ends or the first queued request is ready, whichever comes first. */
+/* Whether the idle I/O thread of C leaves its socket to pollers now: the
+ * pollers' lease runs and the thread has nothing to do -- no wake-up
+ * pending, no queued request due.  Then *TS is how long it polls its
+ * wake-up pipe alone: until the lease ends or the first queued request
+ * is due, whichever comes first.  Sets C->leased under C->lock, where
+ * io_lease_end looks for it. */
 static bool
-lease_renewed (struct io_conn *c, struct timespec *ts)
+lease_poll (struct io_conn *c, struct timespec *ts)
 {
   uint64_t now = io_now_ns (), end;
-  bool renewed;
+  bool leased;
 
   pthread_mutex_lock (&c->lock);
   end = atomic_load (&c->h->poll_lease_ns);
-  renewed = end > now && !c->wake_pending;
-  if (renewed && c->queue_head) {
+  leased = end > now && !c->wake_pending;
+  if (leased && c->queue_head) {
     if (c->queue_head->ready_ns <= now)
-      renewed = false;
+      leased = false;
     else if (c->queue_head->ready_ns < end)
       end = c->queue_head->ready_ns;
   }
+  c->leased = leased;
   pthread_mutex_unlock (&c->lock);
-  if (renewed) {
+  if (leased) {
     ts->tv_sec = (end - now) / 1000000000u;
     ts->tv_nsec = (end - now) % 1000000000u;
   }
-  return renewed;
+  return leased;
 }
 
 /* The I/O thread of connection ARG: issue requests whose delay has
@@ -1056,28 +1058,11 @@ io_thread (void *arg)
     /* Nothing to do but libnbd's (replies to read, a command to finish
      * sending), and a poller's lease running: leave the socket to the
      * pollers until it runs out (a wake-up ends it). */
-    leased = false;
-    if (idle && dir != 0 && atomic_load (&h->poll_lease_ns) != 0) {
-      uint64_t lease = atomic_load (&h->poll_lease_ns);
-
-      now = io_now_ns ();
-      if (lease > now) {
-        pthread_mutex_lock (&c->lock);
-        lease = atomic_load (&h->poll_lease_ns);
-        c->leased = leased = lease > now && !c->wake_pending;
-        pthread_mutex_unlock (&c->lock);
-      }
-      if (leased) {
-        uint64_t left = lease - now;
-
-        if (timeout == NULL || (uint64_t) timeout->tv_sec * 1000000000u +
-            (uint64_t) timeout->tv_nsec > left) {
-          ts.tv_sec = left / 1000000000u;
-          ts.tv_nsec = left % 1000000000u;
-          timeout = &ts;
-        }
-        dir = 0;
-      }
+    leased = idle && dir != 0 && atomic_load (&h->poll_lease_ns) != 0 &&
+      lease_poll (c, &ts);
+    if (leased) {
+      timeout = &ts;
+      dir = 0;
     }
     atomic_store (&c->poll_dir, dir);
     if (dir != 0) {
@@ -1095,7 +1080,7 @@ io_thread (void *arg)
      * waiting for the thread that drives the connection (a caller's, in
      * a submit or a poll) and making the next poller wait for this one:
      * two thread switches for nothing, as often as the lease is long. */
-    while (leased && pr == 0 && lease_renewed (c, &ts))
+    while (leased && pr == 0 && lease_poll (c, &ts))
       pr = h->poll (fds, nfds, &ts, NULL);
     if (idle) {
       int e = errno;
