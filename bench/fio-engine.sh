@@ -224,7 +224,7 @@ EOF
 
 export FIO RUNTIME ROUNDS SIZE SPAN FORMAT INTERVAL POLICY TMP=$tmp \
   ENGINE=$engine HELPER=$helper
-echo "bench/fio-engine.sh: $("$FIO" --version), $("$NBDKIT" --version | head -1)"
+echo "bench/fio-engine.sh: $("$FIO" --version), $("$NBDKIT" --version | sed -n 1p)"
 timeout 3600 "$NBDKIT" -U "$tmp/sd.sock" "$plugin" size="$SIZE" \
   format="$FORMAT" interval="$INTERVAL" ctl=none --run '
   DIF_URI="nbd+unix:///dif?socket=$unixsocket" \

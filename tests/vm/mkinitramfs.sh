@@ -44,10 +44,14 @@ done
 [ -n "$kver" ] && [ -n "$init" ] && [ -n "$out" ] ||
   die "usage: $prog -k KVER -i INIT -o OUT [-m MODULE]... [-b PROGRAM]..."
 
+# The applet list is read whole before it is searched: with pipefail,
+# "busybox --list | grep -q" fails whenever grep quits before busybox
+# has written the rest of the list (SIGPIPE).
 busybox=
 for b in /bin/busybox /usr/bin/busybox; do
-  if [ -x "$b" ] && "$b" --list 2>/dev/null | grep -qx ash &&
-     ! ldd "$b" >/dev/null 2>&1; then
+  [ -x "$b" ] || continue
+  applets=$("$b" --list 2>/dev/null) || continue
+  if grep -qx ash <<<"$applets" && ! ldd "$b" >/dev/null 2>&1; then
     busybox=$b; break
   fi
 done
