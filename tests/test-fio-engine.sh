@@ -188,14 +188,25 @@ echo "ok: reads check apptag= under apptag_mask=, as pi_chk= asks"
 # 5. The server dies under a running job (fio waits in the library's
 # poll): the job ends, within a bound, with I/O errors that name the
 # lost connection, and the engine's counters are printed.
-serve_killable size=4M ctl=none
-out=$tmpdir/out-lost
+# The server is killed once it has taken writes from the job (fio may
+# take a while to start on a loaded machine); its control socket is not
+# $tmpdir/ctl.sock, which fio.sh would ask once fio has ended.
 rm -f "$tmpdir/ctl.sock"
+serve_killable size=4M ctl="$tmpdir/ctl-lost.sock"
+out=$tmpdir/out-lost
 timeout 60 bash "$tmpdir/fio.sh" "nbd+unix:///dif?socket=$tmpdir/sock" \
   "$out" --name=l --rw=randwrite --bs=4k --size=4m --iodepth=32 \
   --time_based --runtime=30 &
 job=$!
-sleep 1
+n=0
+for _ in $(seq 300); do
+  n=$("$ctl" -s "$tmpdir/ctl-lost.sock" --json counters 2>/dev/null |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["requests"]["dif"]["write"])' \
+      2>/dev/null) || n=0
+  [ "${n:-0}" -gt 0 ] && break
+  sleep 0.1
+done
+[ "${n:-0}" -gt 0 ] || fail "server killed: no write from fio within 30 s"
 kill -9 "$(cat "$pidfile")"
 r=0
 wait "$job" || r=$?
