@@ -924,15 +924,24 @@ poll_again (struct io_conn *c, unsigned dir)
  * pollers' lease runs and the thread has nothing to do -- no wake-up
  * pending, no queued request due.  Then *TS is how long it polls its
  * wake-up pipe alone: until the lease ends or the first queued request
- * is due, whichever comes first.  Sets C->leased under C->lock, where
- * io_lease_end looks for it. */
+ * is due, whichever comes first.  A lease that was never given or has
+ * run out is seen without the lock (C->leased is then left as it is:
+ * the caller clears it after its poll); otherwise C->leased is set under
+ * C->lock, where io_lease_end looks for it. */
 static bool
 lease_poll (struct io_conn *c, struct timespec *ts)
 {
-  uint64_t now = io_now_ns (), end;
+  uint64_t end = atomic_load (&c->h->poll_lease_ns), now;
   bool leased;
 
+  if (end == 0)
+    return false;
+  now = io_now_ns ();
+  if (end <= now)
+    return false;
   pthread_mutex_lock (&c->lock);
+  /* Read again under the lock: io_lease_end stores 0, then looks at
+   * C->leased under it. */
   end = atomic_load (&c->h->poll_lease_ns);
   leased = end > now && !c->wake_pending;
   if (leased && c->queue_head) {
@@ -1058,8 +1067,7 @@ io_thread (void *arg)
     /* Nothing to do but libnbd's (replies to read, a command to finish
      * sending), and a poller's lease running: leave the socket to the
      * pollers until it runs out (a wake-up ends it). */
-    leased = idle && dir != 0 && atomic_load (&h->poll_lease_ns) != 0 &&
-      lease_poll (c, &ts);
+    leased = idle && dir != 0 && lease_poll (c, &ts);
     if (leased) {
       timeout = &ts;
       dir = 0;
